@@ -1,0 +1,205 @@
+"""Coded diagnostics: the rule table, Diagnostic values, text and JSON rendering."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from pgraph.source import Span
+
+
+class Severity(enum.Enum):
+    """How bad a diagnostic is. Only ERROR makes `pgraph` exit 1."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+
+@attrs.frozen
+class Rule:
+    """A stable diagnostic code: `PG###`, a kebab-case slug and a default severity."""
+
+    code: str
+    slug: str
+    severity: Severity
+    summary: str
+
+
+def _rules(*rows: tuple[str, str, Severity, str]) -> dict[str, Rule]:
+    return {code: Rule(code, slug, sev, summary) for code, slug, sev, summary in rows}
+
+
+E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTE
+
+#: Every code pgraph can emit. Codes are stable once published; docs/rules.md
+#: documents each one and tests/diagnostics/ holds a failing and a fixed spec.
+RULES: dict[str, Rule] = _rules(
+    ("PG001", "syntax-error", E, "the text does not follow the .pgl grammar"),
+    ("PG002", "undefined-name", E, "a name is used but never declared"),
+    ("PG003", "duplicate-name", E, "a name is declared twice in one namespace"),
+    ("PG004", "include-cycle", E, "files include each other in a cycle"),
+    ("PG005", "include-not-found", E, "an included file cannot be read"),
+    ("PG006", "negative-extent", E, "a range, shape or slice has a negative extent"),
+    ("PG007", "region-out-of-bounds", E, "a region reaches outside its tensor"),
+    ("PG008", "assert-failed", E, "an `assert` is false for the folded constants"),
+    ("PG009", "kernel-arg-count", E, "a call passes the wrong number of arguments"),
+    ("PG010", "kernel-arg-direction", E, "an argument's access conflicts with the parameter direction"),
+    ("PG011", "kernel-arg-dtype", E, "an argument's dtype differs from the parameter's"),
+    ("PG012", "kernel-arg-shape", E, "an argument's shape differs from the parameter's"),
+    ("PG013", "dependency-cycle", E, "tasks wait on each other in a cycle"),
+    ("PG014", "dep-scope-closed", E, "a dep names a task whose scope has already closed"),
+    ("PG015", "empty-dep", W, "a dep selects no logical tile"),
+    ("PG016", "duplicate-deps-folded", N, "duplicate dep entries fold to one edge each"),
+    ("PG017", "unknown-override", E, "-D/--config names a constant the spec does not declare"),
+    ("PG018", "bad-expression", E, "an expression cannot be evaluated (division by zero, unknown function)"),
+    ("PG019", "wrong-kind", E, "a name refers to the wrong kind of thing"),
+    ("PG020", "rank-mismatch", E, "a region or shape has the wrong number of dimensions"),
+    ("PG021", "wave-coverage", E, "the waves of a tile set do not cover each tile exactly once"),
+    ("PG022", "scope-nesting", E, "a scope is nested where the runtime rejects it"),
+    ("PG023", "ring-mismatch", E, "a scope's derived ring differs from the ring stated for it"),
+    ("PG024", "view-size-mismatch", E, "a view's shape holds a different element count than its base"),
+    ("PG025", "kernel-param-order", E, "a kernel declares a scalar before a tensor parameter"),
+    ("PG026", "dep-out-of-range", E, "a dep selects a tile index outside the tile space"),
+    ("PG027", "wave-block-dep", E, "an SPMD wave's deps use an index that varies across its blocks"),
+    ("PG028", "missing-kernel-call", E, "a compute task has no `call`"),
+    ("PG029", "carry-mismatch", E, "a loop carry mixes a task and a tensor, or tensors of different types"),
+    ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),
+)
+
+
+@attrs.frozen
+class Note:
+    """A secondary message, optionally pointing at another span."""
+
+    message: str
+    span: Span | None = None
+
+
+@attrs.frozen
+class Diagnostic:
+    """One finding: code, message, primary span, notes and a fix hint."""
+
+    code: str
+    message: str
+    span: Span | None = None
+    notes: tuple[Note, ...] = ()
+    hint: str | None = None
+    severity: Severity | None = None
+
+    @property
+    def rule(self) -> Rule:
+        """The rule table entry of this diagnostic's code."""
+        return RULES[self.code]
+
+    @property
+    def level(self) -> Severity:
+        """The effective severity (the rule's default unless overridden)."""
+        return self.severity or self.rule.severity
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        """Deterministic order: file, line, column, code, message."""
+        if self.span is None:
+            return ("", 0, 0, self.code, self.message)
+        return (self.span.filename, self.span.line, self.span.col, self.code, self.message)
+
+
+class DiagnosticBag:
+    """Collects diagnostics from every stage; stages append, never raise."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+        self._seen: set[tuple[object, ...]] = set()
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        span: Span | None = None,
+        notes: Iterable[Note] = (),
+        hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> Diagnostic:
+        """Append a diagnostic (exact duplicates are kept once) and return it."""
+        if code not in RULES:
+            raise KeyError(f"unknown diagnostic code {code}")
+        diag = Diagnostic(code, message, span, tuple(notes), hint, severity)
+        key = (code, message, span and (span.filename, span.line, span.col))
+        if key not in self._seen:
+            self._seen.add(key)
+            self.items.append(diag)
+        return diag
+
+    @property
+    def has_errors(self) -> bool:
+        """True when at least one diagnostic has ERROR severity."""
+        return any(d.level is Severity.ERROR for d in self.items)
+
+    def error_count(self) -> int:
+        """Number of ERROR diagnostics."""
+        return sum(1 for d in self.items if d.level is Severity.ERROR)
+
+    def sorted(self) -> list[Diagnostic]:
+        """The diagnostics in deterministic source order."""
+        return sorted(self.items, key=Diagnostic.sort_key)
+
+
+def render_text(diag: Diagnostic) -> str:
+    """Render like rustc: `file:line:col: error[PG012 slug]: message`, source, carets, notes."""
+    rule = diag.rule
+    where = diag.span.location() + ": " if diag.span else "pgraph: "
+    out = [f"{where}{diag.level.value}[{rule.code} {rule.slug}]: {diag.message}"]
+    if diag.span:
+        out.extend(diag.span.render())
+    for note in diag.notes:
+        if note.span:
+            out.append(f"  note: {note.span.location()}: {note.message}")
+            out.extend("  " + line for line in note.span.render())
+        else:
+            out.append(f"  note: {note.message}")
+    if diag.hint:
+        out.append(f"  hint: {diag.hint}")
+    return "\n".join(out)
+
+
+def render_all_text(diags: Sequence[Diagnostic]) -> str:
+    """All diagnostics, one blank line apart, plus a count line when there are any."""
+    if not diags:
+        return ""
+    errors = sum(1 for d in diags if d.level is Severity.ERROR)
+    warnings = sum(1 for d in diags if d.level is Severity.WARNING)
+    body = "\n\n".join(render_text(d) for d in diags)
+    return f"{body}\n\n{errors} error(s), {warnings} warning(s)\n"
+
+
+def _span_json(span: Span | None) -> dict[str, object] | None:
+    if span is None:
+        return None
+    return {
+        "file": span.filename,
+        "line": span.line,
+        "col": span.col,
+        "end_line": span.end_line,
+        "end_col": span.end_col,
+    }
+
+
+def diagnostic_json(diag: Diagnostic) -> dict[str, object]:
+    """A JSON-ready dict of one diagnostic."""
+    return {
+        "code": diag.code,
+        "slug": diag.rule.slug,
+        "severity": diag.level.value,
+        "message": diag.message,
+        "span": _span_json(diag.span),
+        "notes": [{"message": n.message, "span": _span_json(n.span)} for n in diag.notes],
+        "hint": diag.hint,
+    }
+
+
+def render_json(diags: Sequence[Diagnostic]) -> str:
+    """All diagnostics as a JSON array (sorted keys, stable)."""
+    return json.dumps([diagnostic_json(d) for d in diags], indent=2, sort_keys=True)

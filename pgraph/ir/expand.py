@@ -1,0 +1,540 @@
+"""Expand the symbolic Program into an instance graph (networkx), only as far as needed.
+
+A loop whose iterations are provably identical (no index space or dep depends on its
+variable, `Loop.identical`) is expanded for its first two iterations only: iteration
+`lo` stands for itself and iteration `lo+1` stands for the remaining `hi-lo-1`, carrying
+that count as its `weight`. Carried edges from iteration `lo` into `lo+1` are exactly the
+edges every later iteration receives from its predecessor, so per-iteration counts and
+whole-program totals follow without expanding 40 layers. `full=True` expands everything.
+
+Edges carry a provenance set: 'explicit' (declared deps), 'carried' (through a loop
+carry), 'inferred' (the runtime TensorMap in an auto scope: reads of an overlapping region
+written earlier, InOut writes after an earlier writer; simpler `compute_task_fanin`),
+'creator' (an auto-scope task using a buffer of an alloc task).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+
+import attrs
+import networkx as nx
+
+from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.ir import program as ir
+from pgraph.ir.expr import Compiled, EvalError, compile_expr
+
+Box = tuple[tuple[int, int], ...]
+BufferKey = tuple[str, tuple[int, ...]]
+
+
+@attrs.frozen
+class Instance:
+    """One submitted task (or alloc task): dispatch, loop iterations, task index, weight."""
+
+    id: int
+    dispatch: str
+    kind: str
+    iters: tuple[int, ...]
+    index: tuple[int, ...]
+    weight: int
+    scope: int
+    blocks: int
+    label: str
+
+
+@attrs.frozen
+class ArgBox:
+    """A task-level kernel argument: buffer, bounding box in the region tensor's coordinates."""
+
+    param: ir.Param
+    tensor: str
+    buffer: BufferKey
+    box: Box
+    indirect: bool
+
+
+class InstanceGraph:
+    """Instances in submission order and the DiGraph of their edges."""
+
+    def __init__(self, program: ir.Program, full: bool) -> None:
+        self.program = program
+        self.full = full
+        self.instances: list[Instance] = []
+        self.by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int] = {}
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self.args: dict[int, list[ArgBox]] = {}
+        self.blocks: dict[int, list[dict[str, list[tuple[str, BufferKey, Box, bool]]]]] = {}
+        self.dup_entries: dict[str, int] = {}
+
+    def add_edge(self, src: int, dst: int, prov: str, span: object = None) -> None:
+        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
+        counted = 1 if prov in ("explicit", "carried") else 0
+        data = self.graph.get_edge_data(src, dst)
+        if data is None:
+            self.graph.add_edge(src, dst, prov={prov}, entries=counted, span=span)
+        else:
+            data["prov"].add(prov)
+            data["entries"] += counted
+            if data.get("span") is None:
+                data["span"] = span
+
+    def instance(self, node: int) -> Instance:
+        """The instance with id `node`."""
+        return self.instances[node]
+
+
+def _axis_values(axes: tuple[ir.IAxis, ...]) -> Iterator[tuple[int, ...]]:
+    return itertools.product(*(range(a.lo, a.hi) for a in axes))
+
+
+class Expander:
+    """Builds an InstanceGraph; diagnostics (bounds, deps, cycles) go to the bag."""
+
+    def __init__(self, program: ir.Program, bag: DiagnosticBag, full: bool = False) -> None:
+        self.p = program
+        self.bag = bag
+        self.g = InstanceGraph(program, full)
+        self.full = full
+        self.loops = {lp.id: lp for lp in program.loops}
+        self.scope_loops = self._scope_loops()
+        self.carry_loop = {c.name: lp for lp in program.loops for c in lp.carries}
+        self.tile_maps: dict[str, dict[tuple[int, ...], tuple[str, tuple[int, ...]]]] = {}
+        self.compiled: dict[int, Compiled] = {}
+        self.opened: set[tuple[int, tuple[int, ...]]] = set()
+        self.alloc_of: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.reported: set[tuple[str, int, int]] = set()
+
+    def _scope_loops(self) -> dict[int, tuple[int, ...]]:
+        body_of = {lp.body_scope: lp.id for lp in self.p.loops if lp.body_scope is not None}
+        out: dict[int, tuple[int, ...]] = {}
+        for s in self.p.scopes:
+            parent = out[s.parent] if s.parent is not None else ()
+            out[s.id] = (*parent, body_of[s.id]) if s.id in body_of else parent
+        return out
+
+    def iterations(self, lid: int) -> list[tuple[int, int]]:
+        """(iteration value, weight) pairs expanded for loop `lid`."""
+        lp = self.loops[lid]
+        a = lp.axis
+        if self.full or not lp.identical or a.size <= 2:
+            return [(v, 1) for v in range(a.lo, a.hi)]
+        return [(a.lo, 1), (a.lo + 1, a.size - 1)]
+
+    def last_iteration(self, lid: int) -> int | None:
+        its = self.iterations(lid)
+        return its[-1][0] if its else None
+
+    # ---- driver ----
+    def run(self) -> InstanceGraph:
+        self.expand_seq(list(self.p.dispatches), 0, (), 1)
+        self.resolve_deps()
+        self.infer_edges()
+        self.check_bounds_extra()
+        self.check_cycles()
+        return self.g
+
+    def expand_seq(self, dispatches: list[ir.Dispatch], depth: int, iters: tuple[int, ...], weight: int) -> None:
+        i = 0
+        while i < len(dispatches):
+            d = dispatches[i]
+            if len(d.loops) > depth:
+                lid = d.loops[depth]
+                j = i
+                while j < len(dispatches) and len(dispatches[j].loops) > depth and dispatches[j].loops[depth] == lid:
+                    j += 1
+                for value, w in self.iterations(lid):
+                    self.expand_seq(dispatches[i:j], depth + 1, (*iters, value), weight * w)
+                i = j
+            else:
+                self.emit(d, iters, weight)
+                i += 1
+
+    def env_for(self, d: ir.Dispatch, iters: tuple[int, ...]) -> dict[str, int]:
+        return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
+
+    def open_scope(self, scope: int, iters_by_loop: dict[int, int], weight: int) -> None:
+        chain = list(reversed(self.p.ancestors(scope)))
+        for sid in chain:
+            key = (sid, tuple(iters_by_loop[lid] for lid in self.scope_loops[sid]))
+            if key in self.opened:
+                continue
+            self.opened.add(key)
+            tensors = [t for t in self.p.tensors.values() if t.storage == "alloc" and t.scope == sid]
+            if not tensors:
+                continue
+            node = len(self.g.instances)
+            label = f"alloc@{sid}" + _iters_label(self.p, self.scope_loops[sid], key[1])
+            self.g.instances.append(Instance(node, f"alloc@{sid}", "alloc", key[1], (), weight, sid, 0, label))
+            self.g.graph.add_node(node)
+            self.alloc_of[key] = node
+
+    def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int) -> None:
+        iters_by_loop = dict(zip(d.loops, iters))
+        self.open_scope(d.scope, iters_by_loop, weight)
+        env0 = self.env_for(d, iters)
+        for index in _axis_values(d.task_axes):
+            node = len(self.g.instances)
+            env = dict(env0)
+            env.update({a.var: v for a, v in zip(d.task_axes, index)})
+            label = d.name + _index_label(d.task_axes, index) + _iters_label(self.p, d.loops, iters)
+            inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label)
+            self.g.instances.append(inst)
+            self.g.by_key[(d.name, iters, index)] = node
+            self.g.graph.add_node(node)
+            if d.kind != "dummy":
+                self.g.args[node] = self.task_args(d, env, iters_by_loop, label)
+
+    # ---- regions ----
+    def compiled_expr(self, expr: object) -> Compiled:
+        key = id(expr)
+        f = self.compiled.get(key)
+        if f is None:
+            f = compile_expr(expr)  # type: ignore[arg-type]
+            self.compiled[key] = f
+        return f
+
+    def buffer(self, name: str, iters_by_loop: dict[int, int]) -> tuple[str, BufferKey] | None:
+        """Resolve a tensor or carry alias to (tensor name, buffer instance key)."""
+        carry = self.p.carries.get(name)
+        if carry is not None and carry.kind == "tensor":
+            lp = self.carry_loop[name]
+            value = iters_by_loop.get(lp.id)
+            if value is None:
+                last = self.last_iteration(lp.id)
+                if last is None:
+                    return self.buffer(carry.init, iters_by_loop)
+                return self.buffer(carry.next, {**iters_by_loop, lp.id: last})
+            if value == lp.axis.lo:
+                return self.buffer(carry.init, iters_by_loop)
+            return self.buffer(carry.next, {**iters_by_loop, lp.id: value - 1})
+        t = self.p.tensors[name]
+        root = self.p.tensors[t.base] if t.base else t
+        if root.storage == "external":
+            return name, (root.name, ())
+        loops = self.scope_loops[root.scope] if root.scope is not None else ()
+        its = []
+        for lid in loops:
+            v = iters_by_loop.get(lid)
+            its.append(v if v is not None else (self.last_iteration(lid) or 0))
+        return name, (root.name, tuple(its))
+
+    def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: dict[str, int], where: str) -> Box | None:
+        if region.dims is None:
+            return tuple((0, n) for n in shape)
+        box = []
+        for dim, n in zip(region.dims, shape):
+            if dim.kind == "all":
+                box.append((0, n))
+                continue
+            a = self.compiled_expr(dim.a)(env)
+            if dim.kind == "index":
+                lo, hi = a, a + 1
+            elif dim.kind == "extent":
+                lo, hi = a, a + self.compiled_expr(dim.b)(env)
+            else:
+                lo, hi = a, self.compiled_expr(dim.b)(env)
+            if hi < lo:
+                self.report_once("PG006", region, f"{where}: slice {lo}..{hi} of '{region.tensor}' has a negative extent")
+                return None
+            if lo < 0 or hi > n:
+                self.report_once(
+                    "PG007", region,
+                    f"{where}: '{region.tensor}' is indexed {lo}..{hi} in a dimension of size {n}",
+                    hint="check the tile constants and the index expressions",
+                )
+                return None
+            box.append((lo, hi))
+        return tuple(box)
+
+    def report_once(self, code: str, region: ir.RegionRef, message: str, hint: str | None = None) -> None:
+        key = (code, region.span.line, region.span.col)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        self.bag.add(code, message, region.span, hint=hint)
+
+    def task_args(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int], label: str) -> list[ArgBox]:
+        """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
+        blocks: list[dict[str, list[tuple[str, BufferKey, Box, bool]]]] = []
+        bounds: dict[int, list[tuple[int, int]]] = {}
+        for bidx in _axis_values(d.block_axes) if d.block_axes else [()]:
+            benv = dict(env)
+            benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
+            where = label + _index_label(d.block_axes, bidx)
+            acc_out: dict[str, list[tuple[str, BufferKey, Box, bool]]] = {"read": [], "write": [], "atomic": []}
+            try:
+                for acc in d.accesses:
+                    self.block_access(acc, benv, iters_by_loop, where, acc_out)
+                for i, arg in enumerate(d.args):
+                    if arg.region is None:
+                        continue
+                    resolved = self.buffer(arg.region.tensor, iters_by_loop)
+                    assert resolved is not None
+                    tname = resolved[0]
+                    box = self.region_box(arg.region, self.p.tensors[tname].shape, benv, where)
+                    if box is None:
+                        continue
+                    prev = bounds.get(i)
+                    bounds[i] = list(box) if prev is None else [
+                        (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
+            except EvalError as e:
+                self.bag.add("PG018", f"{where}: {e.message}", e.span)
+            blocks.append(acc_out)
+        self.g.blocks[len(self.g.instances) - 1] = blocks
+        out = []
+        for i, arg in enumerate(d.args):
+            if arg.region is None or i not in bounds:
+                continue
+            resolved = self.buffer(arg.region.tensor, iters_by_loop)
+            assert resolved is not None
+            out.append(ArgBox(arg.param, resolved[0], resolved[1], tuple(bounds[i]), arg.region.indirect is not None))
+        return out
+
+    def block_access(self, acc: ir.Access, env: dict[str, int], iters_by_loop: dict[int, int], where: str,
+                     out: dict[str, list[tuple[str, BufferKey, Box, bool]]]) -> None:
+        resolved = self.buffer(acc.region.tensor, iters_by_loop)
+        assert resolved is not None
+        tname, key = resolved
+        shape = self.p.tensors[tname].shape
+        item_sets = _axis_values(tuple(ir.IAxis(it.var, it.lo, it.hi, acc.span) for it in acc.items))
+        for values in item_sets:
+            ienv = dict(env)
+            ienv.update({it.var: v for it, v in zip(acc.items, values)})
+            box = self.region_box(acc.region, shape, ienv, where)
+            if box is not None:
+                out[acc.kind].append((tname, key, box, acc.region.indirect is not None))
+
+    def check_bounds_extra(self) -> None:
+        """Window expansion skips the last iteration: check its regions' bounds too."""
+        if self.full:
+            return
+        for lp in self.p.loops:
+            its = self.iterations(lp.id)
+            last = lp.axis.hi - 1
+            if not its or its[-1][0] == last:
+                continue
+            for d in self.p.dispatches:
+                if lp.id not in d.loops or d.kind == "dummy":
+                    continue
+                iters_by_loop = {lid: self.iterations(lid)[0][0] for lid in d.loops if self.iterations(lid)}
+                iters_by_loop[lp.id] = last
+                if len(iters_by_loop) != len(d.loops):
+                    continue
+                env = {self.loops[lid].axis.var: v for lid, v in iters_by_loop.items()}
+                for index in _axis_values(d.task_axes):
+                    tenv = dict(env)
+                    tenv.update({a.var: v for a, v in zip(d.task_axes, index)})
+                    for bidx in _axis_values(d.block_axes) if d.block_axes else [()]:
+                        benv = dict(tenv)
+                        benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
+                        where = d.name + _index_label(d.task_axes, index) + f"@{lp.axis.var}={last}"
+                        for acc in d.accesses:
+                            try:
+                                self.block_access(acc, benv, iters_by_loop, where, {"read": [], "write": [], "atomic": []})
+                            except EvalError as e:
+                                self.bag.add("PG018", f"{where}: {e.message}", e.span)
+
+    # ---- deps ----
+    def tile_map(self, name: str) -> dict[tuple[int, ...], tuple[str, tuple[int, ...]]]:
+        cached = self.tile_maps.get(name)
+        if cached is not None:
+            return cached
+        ts = self.p.tilesets[name]
+        out: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
+        for dname in ts.dispatches:
+            d = self.p.dispatch(dname)
+            pos = {a.var: i for i, a in enumerate(ts.axes)}
+            task_pos = [pos[a.var] for a in d.task_axes]
+            box = {a.var: a for a in (*d.task_axes, *d.block_axes)}
+            for coord in _axis_values(tuple(box[a.var] for a in ts.axes)):
+                out[coord] = (dname, tuple(coord[i] for i in task_pos))
+        self.tile_maps[name] = out
+        return out
+
+    def select_tiles(self, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int]) -> list[tuple[int, ...]] | None:
+        if dep.sels is None:
+            return list(_axis_values(ts.axes))
+        if len(dep.sels) != len(ts.axes):
+            self.bag.add("PG020", f"'{ts.name}' has {len(ts.axes)} tile ind{'ex' if len(ts.axes) == 1 else 'ices'} "
+                         f"but the dep selects {len(dep.sels)}", dep.span, [Note(f"'{ts.name}' declared here", ts.span)])
+            return None
+        ranges = []
+        for sel, axis in zip(dep.sels, ts.axes):
+            if sel.kind == "all":
+                ranges.append(range(axis.lo, axis.hi))
+                continue
+            a = self.compiled_expr(sel.a)(env)
+            if sel.kind == "index":
+                lo, hi = a, a + 1
+            elif sel.kind == "extent":
+                lo, hi = a, a + self.compiled_expr(sel.b)(env)
+            else:
+                lo, hi = a, self.compiled_expr(sel.b)(env)
+            if hi > lo and (lo < axis.lo or hi > axis.hi):
+                self.bag.add("PG026", f"'{d.name}' selects {ts.name} tiles {axis.var} in {lo}..{hi}, outside "
+                             f"{axis.lo}..{axis.hi}", sel.span, [Note(f"'{ts.name}' declared here", ts.span)],
+                             hint="a dep names logical tiles of the tile space; check the index arithmetic")
+                return None
+            ranges.append(range(lo, max(lo, hi)))
+        return list(itertools.product(*ranges))
+
+    def producer_iters(self, producer: ir.Dispatch, consumer_iters: dict[int, int]) -> tuple[int, ...] | None:
+        out = []
+        for lid in producer.loops:
+            v = consumer_iters.get(lid)
+            if v is None:
+                v = self.last_iteration(lid)
+                if v is None:
+                    return None
+            out.append(v)
+        return tuple(out)
+
+    def resolve_deps(self) -> None:
+        for inst in list(self.g.instances):
+            if inst.kind == "alloc":
+                continue
+            d = self.p.dispatch(inst.dispatch)
+            iters_by_loop = dict(zip(d.loops, inst.iters))
+            env = self.env_for(d, inst.iters)
+            env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
+            for dep in d.deps:
+                try:
+                    self.resolve_dep(inst, d, dep, iters_by_loop, env)
+                except EvalError as e:
+                    self.bag.add("PG018", f"{inst.label}: {e.message}", e.span)
+
+    def resolve_dep(self, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
+                    env: dict[str, int]) -> None:
+        prov = "explicit"
+        target = dep.target
+        iters = dict(iters_by_loop)
+        if dep.kind == "carry":
+            carry = self.p.carries[dep.target]
+            lp = self.carry_loop[dep.target]
+            value = iters_by_loop[lp.id]
+            prov = "carried"
+            if value == lp.axis.lo:
+                target = carry.init
+                iters.pop(lp.id, None)
+            else:
+                target = carry.next
+                iters[lp.id] = value - 1
+        ts = self.p.tilesets[target]
+        tiles = self.select_tiles(d, dep, ts, env) if dep.kind == "tiles" else list(_axis_values(ts.axes))
+        if tiles is None:
+            return
+        if not tiles:
+            key = ("PG015", dep.span.line, dep.span.col)
+            if key not in self.reported:
+                self.reported.add(key)
+                self.bag.add("PG015", f"'{d.name}' depends on an empty set of '{ts.name}' tiles", dep.span,
+                             hint="an empty range is legal but orders nothing; check the bounds")
+            return
+        tmap = self.tile_map(target)
+        # One dep entry per selected tile of a tile array (parallel, dummy, tiles: the
+        # reference's TaskId arrays with one slot per tile); one entry per task for an
+        # `at` or `spmd` declaration and for a carry (a single TaskId).
+        per_task = dep.kind == "carry" or ts.kind in ("at", "spmd")
+        seen: set[int] = set()
+        for coord in tiles:
+            dname, index = tmap[coord]
+            producer = self.p.dispatch(dname)
+            piters = self.producer_iters(producer, iters)
+            if piters is None:
+                continue
+            node = self.g.by_key.get((dname, piters, index))
+            if node is None or (per_task and node in seen):
+                continue
+            seen.add(node)
+            self.g.add_edge(node, inst.id, prov, dep.span)
+
+    # ---- TensorMap inference in auto scopes ----
+    def infer_edges(self) -> None:
+        entries: dict[BufferKey, list[tuple[Box, int, str]]] = {}
+        for inst in self.g.instances:
+            if inst.kind in ("alloc", "dummy"):
+                continue
+            if self.p.scopes[inst.scope].mode == "manual":
+                continue
+            d = self.p.dispatch(inst.dispatch)
+            iters_by_loop = dict(zip(d.loops, inst.iters))
+            register = []
+            for arg in self.g.args.get(inst.id, []):
+                alloc = self.alloc_node(arg.buffer, iters_by_loop)
+                if alloc is not None:
+                    self.g.add_edge(alloc, inst.id, "creator")
+                direction = arg.param.direction
+                live = entries.get(arg.buffer, [])
+                if direction in ("in", "inout", "atomic_add"):
+                    keep = []
+                    for box, producer, tname in live:
+                        if producer != inst.id and _overlap(box, tname, arg.box, arg.tensor, self.p):
+                            self.g.add_edge(producer, inst.id, "inferred")
+                            if direction != "in" and tname == arg.tensor and _covers(arg.box, box):
+                                continue
+                        keep.append((box, producer, tname))
+                    entries[arg.buffer] = keep
+                if direction in ("out", "inout", "atomic_add"):
+                    register.append((arg.buffer, arg.box, arg.tensor))
+            for buf, box, tname in register:
+                entries.setdefault(buf, []).append((box, inst.id, tname))
+
+    def alloc_node(self, buffer: BufferKey, iters_by_loop: dict[int, int]) -> int | None:
+        t = self.p.tensors[buffer[0]]
+        if t.storage != "alloc" or t.scope is None:
+            return None
+        return self.alloc_of.get((t.scope, buffer[1]))
+
+    # ---- cycles ----
+    def check_cycles(self) -> None:
+        try:
+            cycle = nx.find_cycle(self.g.graph)
+        except nx.NetworkXNoCycle:
+            return
+        names = [self.g.instances[u].label for u, _ in cycle]
+        first = self.g.graph.edges[cycle[0]]
+        notes = []
+        for u, v in cycle:
+            span = self.g.graph.edges[u, v].get("span")
+            notes.append(Note(f"{self.g.instances[v].label} waits on {self.g.instances[u].label}", span))  # type: ignore[arg-type]
+        self.bag.add("PG013", "dependency cycle: " + " -> ".join([*names, names[0]]), first.get("span"), notes,
+                     hint="remove one of the deps in the cycle; a task cannot wait on its own consumers")
+
+
+def _overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
+    if ta == tb:
+        return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
+    fa, fb = _flat(a, p.tensors[ta].shape), _flat(b, p.tensors[tb].shape)
+    return fa[0] < fb[1] and fb[0] < fa[1]
+
+
+def _flat(box: Box, shape: tuple[int, ...]) -> tuple[int, int]:
+    """Flat element bounding interval of a box in a row-major tensor (the runtime's L1 test)."""
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    lo = sum(b[0] * s for b, s in zip(box, strides))
+    hi = sum((b[1] - 1) * s for b, s in zip(box, strides)) + 1
+    return lo, hi
+
+
+def _covers(outer: Box, inner: Box) -> bool:
+    return all(o[0] <= i[0] and i[1] <= o[1] for o, i in zip(outer, inner))
+
+
+def _index_label(axes: tuple[ir.IAxis, ...], index: tuple[int, ...]) -> str:
+    if not axes:
+        return ""
+    return "[" + ",".join(f"{a.var}={v}" for a, v in zip(axes, index)) + "]"
+
+
+def _iters_label(p: ir.Program, loops: tuple[int, ...], iters: tuple[int, ...]) -> str:
+    if not loops:
+        return ""
+    return "@" + ",".join(f"{p.loops[lid].axis.var}={v}" for lid, v in zip(loops, iters))
+
+
+def expand(program: ir.Program, bag: DiagnosticBag, full: bool = False) -> InstanceGraph:
+    """Build the instance graph of `program` (window expansion unless `full`)."""
+    return Expander(program, bag, full).run()

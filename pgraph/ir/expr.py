@@ -1,0 +1,183 @@
+"""Integer expressions: folding constants, free variables, evaluation and compilation.
+
+Expressions are the AST's `Num/Name/BinOp/Neg/Not/Func` nodes. After lowering, every
+constant is folded to `Num`; what remains free are index variables, lets and loop
+variables, so a region or dep stays a symbolic (quasi-affine) expression of the indices.
+`/` and `%` are floor division and modulo (Python semantics); comparisons and
+`and`/`or`/`not` yield 0 or 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from pgraph.source import Span
+from pgraph.syntax.ast import BinOp, Expr, Func, Name, Neg, Not, Num
+
+Env = Mapping[str, int]
+Compiled = Callable[[Env], int]
+
+FUNCS = ("ceildiv", "min", "max")
+
+
+class EvalError(Exception):
+    """An expression cannot be evaluated; carries the span of the offending node."""
+
+    def __init__(self, message: str, span: Span, name: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.name = name
+
+
+def _div(a: int, b: int, span: Span) -> int:
+    if b == 0:
+        raise EvalError("division by zero", span)
+    return a // b
+
+
+def _mod(a: int, b: int, span: Span) -> int:
+    if b == 0:
+        raise EvalError("modulo by zero", span)
+    return a % b
+
+
+_BIN: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b),
+    "<=": lambda a, b: int(a <= b),
+    ">": lambda a, b: int(a > b),
+    ">=": lambda a, b: int(a >= b),
+    "and": lambda a, b: int(bool(a) and bool(b)),
+    "or": lambda a, b: int(bool(a) or bool(b)),
+}
+
+
+def _apply_func(name: str, args: list[int], span: Span) -> int:
+    if name == "ceildiv":
+        if len(args) != 2:
+            raise EvalError("ceildiv takes two arguments", span)
+        if args[1] == 0:
+            raise EvalError("division by zero in ceildiv", span)
+        return -(-args[0] // args[1])
+    if name in ("min", "max"):
+        if not args:
+            raise EvalError(f"{name} takes at least one argument", span)
+        return min(args) if name == "min" else max(args)
+    raise EvalError(f"unknown function '{name}' (known: {', '.join(FUNCS)})", span)
+
+
+def evaluate(expr: Expr, env: Env) -> int:
+    """Evaluate `expr` with `env` giving every free name. Raises EvalError."""
+    if isinstance(expr, Num):
+        return expr.value
+    if isinstance(expr, Name):
+        try:
+            return env[expr.id]
+        except KeyError:
+            raise EvalError(f"'{expr.id}' is not defined here", expr.span, expr.id) from None
+    if isinstance(expr, Neg):
+        return -evaluate(expr.operand, env)
+    if isinstance(expr, Not):
+        return int(not evaluate(expr.operand, env))
+    if isinstance(expr, Func):
+        return _apply_func(expr.name, [evaluate(a, env) for a in expr.args], expr.span)
+    left, right = evaluate(expr.left, env), evaluate(expr.right, env)
+    if expr.op == "/":
+        return _div(left, right, expr.span)
+    if expr.op == "%":
+        return _mod(left, right, expr.span)
+    return _BIN[expr.op](left, right)
+
+
+def free_vars(expr: Expr) -> set[str]:
+    """Names in `expr` that are not folded to numbers."""
+    if isinstance(expr, Num):
+        return set()
+    if isinstance(expr, Name):
+        return {expr.id}
+    if isinstance(expr, (Neg, Not)):
+        return free_vars(expr.operand)
+    if isinstance(expr, Func):
+        out: set[str] = set()
+        for a in expr.args:
+            out |= free_vars(a)
+        return out
+    return free_vars(expr.left) | free_vars(expr.right)
+
+
+def substitute(expr: Expr, values: Mapping[str, Expr]) -> Expr:
+    """Replace names by expressions (constants, lets), folding what becomes constant."""
+    if isinstance(expr, Num):
+        return expr
+    if isinstance(expr, Name):
+        return values.get(expr.id, expr)
+    if isinstance(expr, Neg):
+        inner = substitute(expr.operand, values)
+        return Num(-inner.value, expr.span) if isinstance(inner, Num) else Neg(inner, expr.span)
+    if isinstance(expr, Not):
+        inner = substitute(expr.operand, values)
+        return Num(int(not inner.value), expr.span) if isinstance(inner, Num) else Not(inner, expr.span)
+    if isinstance(expr, Func):
+        args = tuple(substitute(a, values) for a in expr.args)
+        if all(isinstance(a, Num) for a in args):
+            return Num(_apply_func(expr.name, [a.value for a in args], expr.span), expr.span)  # type: ignore[union-attr]
+        return Func(expr.name, args, expr.span)
+    left, right = substitute(expr.left, values), substitute(expr.right, values)
+    if isinstance(left, Num) and isinstance(right, Num):
+        return Num(evaluate(BinOp(expr.op, left, right, expr.span), {}), expr.span)
+    return BinOp(expr.op, left, right, expr.span)
+
+
+def compile_expr(expr: Expr) -> Compiled:
+    """Compile `expr` to a closure `env -> int` (the hot path of instance expansion)."""
+    if isinstance(expr, Num):
+        value = expr.value
+        return lambda env: value
+    if isinstance(expr, Name):
+        key, span = expr.id, expr.span
+
+        def get(env: Env) -> int:
+            try:
+                return env[key]
+            except KeyError:
+                raise EvalError(f"'{key}' is not defined here", span, key) from None
+
+        return get
+    if isinstance(expr, Neg):
+        f = compile_expr(expr.operand)
+        return lambda env: -f(env)
+    if isinstance(expr, Not):
+        f = compile_expr(expr.operand)
+        return lambda env: int(not f(env))
+    if isinstance(expr, Func):
+        fs = [compile_expr(a) for a in expr.args]
+        name, span = expr.name, expr.span
+        return lambda env: _apply_func(name, [f(env) for f in fs], span)
+    lf, rf = compile_expr(expr.left), compile_expr(expr.right)
+    span = expr.span
+    if expr.op == "/":
+        return lambda env: _div(lf(env), rf(env), span)
+    if expr.op == "%":
+        return lambda env: _mod(lf(env), rf(env), span)
+    op = _BIN[expr.op]
+    return lambda env: op(lf(env), rf(env))
+
+
+def show(expr: Expr) -> str:
+    """Render an expression back to .pgl text (fully parenthesised where needed)."""
+    if isinstance(expr, Num):
+        return str(expr.value)
+    if isinstance(expr, Name):
+        return expr.id
+    if isinstance(expr, Neg):
+        return f"-{show(expr.operand)}"
+    if isinstance(expr, Not):
+        return f"not {show(expr.operand)}"
+    if isinstance(expr, Func):
+        return f"{expr.name}({', '.join(show(a) for a in expr.args)})"
+    return f"({show(expr.left)} {expr.op} {show(expr.right)})"

@@ -1,0 +1,93 @@
+"""Read a .pgl file and its includes (relative paths, cycle detection) into one item list."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.source import SourceFile, Span
+from pgraph.syntax import ast
+from pgraph.syntax.parser import parse_source
+
+
+@attrs.frozen
+class Loaded:
+    """The items of a file and of everything it includes, in textual order."""
+
+    items: tuple[ast.Item, ...]
+    root: SourceFile
+    include_chain: dict[str, tuple[Span, ...]]
+
+
+def display_name(path: Path) -> str:
+    """The path as shown in diagnostics and headers: relative to the cwd when below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def read_source(path: Path, display: str | None = None) -> SourceFile:
+    """Read `path` as UTF-8 into a SourceFile (OSError propagates to the caller)."""
+    return SourceFile(display or display_name(path), path.read_text(encoding="utf-8"), path)
+
+
+class _Loader:
+    def __init__(self, bag: DiagnosticBag) -> None:
+        self.bag = bag
+        self.items: list[ast.Item] = []
+        self.chain: dict[str, tuple[Span, ...]] = {}
+
+    def load(self, file: SourceFile, stack: tuple[tuple[Path, Span], ...]) -> None:
+        module = parse_source(file, self.bag)
+        if module is None:
+            return
+        for item in module.items:
+            if not isinstance(item, ast.Include):
+                self.items.append(item)
+                continue
+            self.include(file, item, stack)
+
+    def include(self, file: SourceFile, item: ast.Include, stack: tuple[tuple[Path, Span], ...]) -> None:
+        base = file.path.parent if file.path else Path.cwd()
+        target = (base / item.path).resolve()
+        open_paths = [p for p, _ in stack]
+        if target in open_paths or (file.path and target == file.path.resolve()):
+            cycle = [*(str(p.name) for p in open_paths[open_paths.index(target):] if target in open_paths)]
+            notes = [Note(f"'{p.name}' is included here", sp) for p, sp in stack]
+            self.bag.add(
+                "PG004",
+                f"include cycle: '{item.path}' is already being included"
+                + (f" ({' -> '.join([*cycle, target.name])})" if cycle else ""),
+                item.span,
+                notes,
+                hint="remove one of the includes; constants can live in one shared file",
+            )
+            return
+        try:
+            display = display_name(target) if not Path(item.path).is_absolute() else item.path
+            child = read_source(target, display)
+        except OSError as err:
+            self.bag.add(
+                "PG005",
+                f"cannot read included file '{item.path}': {err.strerror or err}",
+                item.span,
+                hint=f"paths are relative to the including file's folder ({base.name or '.'})",
+            )
+            return
+        self.chain[child.display] = (*(sp for _, sp in stack), item.span)
+        self.load(child, (*stack, (target, item.span)))
+
+
+def load_program_files(root: SourceFile, bag: DiagnosticBag) -> Loaded | None:
+    """Parse `root` and its includes; None when a syntax error stops parsing."""
+    loader = _Loader(bag)
+    stack: tuple[tuple[Path, Span], ...] = ()
+    if root.path is not None:
+        stack = ((root.path.resolve(), Span(root, 1, 1, 1, 1)),)
+    loader.load(root, stack)
+    if bag.has_errors:
+        return None
+    return Loaded(tuple(loader.items), root, loader.chain)

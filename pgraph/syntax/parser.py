@@ -1,0 +1,346 @@
+"""Parse .pgl text into the AST: Lark LALR over grammar/pgl.lark plus one Transformer."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark import Token, Transformer, v_args
+
+from pgraph.diagnostics import DiagnosticBag
+from pgraph.source import SourceFile, Span, span_from_meta
+from pgraph.syntax import ast
+from pgraph.syntax.syntax_errors import SYNTAX_EXAMPLES
+
+
+def _grammar_text() -> str:
+    """The grammar, from the installed package data or the source checkout."""
+    here = Path(__file__).resolve().parents[2] / "grammar" / "pgl.lark"
+    if here.is_file():
+        return here.read_text(encoding="utf-8")
+    return resources.files("pgraph").joinpath("grammar/pgl.lark").read_text(encoding="utf-8")
+
+
+@functools.cache
+def parser() -> lark.Lark:
+    """The one LALR parser (built once per process)."""
+    return lark.Lark(_grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+class _ToAst(Transformer[Any, Any]):
+    """Builds AST nodes; each method is named after the grammar rule it handles."""
+
+    def __init__(self, file: SourceFile) -> None:
+        super().__init__()
+        self.file = file
+
+    def _span(self, meta: Any, fallback: Span | None = None) -> Span:
+        if getattr(meta, "empty", False) and fallback is not None:
+            return fallback
+        return span_from_meta(self.file, meta)
+
+    def _tok(self, tok: Token) -> Span:
+        return span_from_meta(self.file, tok)
+
+    # ---- top level ----
+    @v_args(meta=True)
+    def start(self, meta: Any, items: list[Any]) -> ast.Module:
+        return ast.Module(tuple(items), self._span(meta, Span(self.file, 1, 1, 1, 1)))
+
+    @v_args(meta=True)
+    def include(self, meta: Any, c: list[Any]) -> ast.Include:
+        return ast.Include(str(c[0])[1:-1], self._span(meta))
+
+    @v_args(meta=True)
+    def const_decl(self, meta: Any, c: list[Any]) -> ast.Const:
+        return ast.Const(str(c[0]), c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def assert_stmt(self, meta: Any, c: list[Any]) -> ast.Assert:
+        msg = str(c[1])[1:-1] if len(c) > 1 else None
+        return ast.Assert(c[0], msg, self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_decl(self, meta: Any, c: list[Any]) -> ast.TensorDecl:
+        return ast.TensorDecl(str(c[0]), str(c[1]), c[2], len(c) > 3, self._span(meta))
+
+    @v_args(meta=True)
+    def scalar_decl(self, meta: Any, c: list[Any]) -> ast.ScalarDecl:
+        return ast.ScalarDecl(str(c[0]), str(c[1]), len(c) > 2, self._span(meta))
+
+    @v_args(meta=True)
+    def view_decl(self, meta: Any, c: list[Any]) -> ast.ViewDecl:
+        return ast.ViewDecl(str(c[0]), str(c[1]), c[2], self._span(meta))
+
+    def shape(self, c: list[Any]) -> tuple[Any, ...]:
+        return tuple(c)
+
+    @v_args(meta=True)
+    def kernel_decl(self, meta: Any, c: list[Any]) -> ast.KernelDecl:
+        extern = bool(c) and isinstance(c[0], Token) and c[0].type == "EXTERN"
+        if extern:
+            c = c[1:]
+        name, core = str(c[0]), str(c[1])
+        rest = c[2:]
+        source = None
+        if rest and isinstance(rest[0], Token) and rest[0].type == "STRING":
+            source = str(rest[0])[1:-1]
+            rest = rest[1:]
+        params = tuple(p for p in rest if isinstance(p, ast.Param))
+        return ast.KernelDecl(name, core, source, params, extern, self._span(meta))
+
+    @v_args(meta=True)
+    def tensor_param(self, meta: Any, c: list[Any]) -> ast.Param:
+        shape = c[3] if len(c) > 3 else None
+        return ast.Param(str(c[0]), str(c[1]), str(c[2]), shape, self._span(meta))
+
+    @v_args(meta=True)
+    def scalar_param(self, meta: Any, c: list[Any]) -> ast.Param:
+        return ast.Param(str(c[0]), "scalar", str(c[1]), None, self._span(meta))
+
+    # ---- entry, scopes ----
+    @v_args(meta=True)
+    def entry_decl(self, meta: Any, c: list[Any]) -> ast.Entry:
+        return ast.Entry(str(c[0]), c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def block(self, meta: Any, c: list[Any]) -> ast.Block:
+        return ast.Block(tuple(c), self._span(meta))
+
+    @v_args(meta=True)
+    def scope_stmt(self, meta: Any, c: list[Any]) -> ast.ScopeStmt:
+        ring = int(str(c[1]).replace("_", "")) if len(c) == 3 else None
+        return ast.ScopeStmt(str(c[0]), ring, c[-1], self._span(meta))
+
+    @v_args(meta=True)
+    def for_stmt(self, meta: Any, c: list[Any]) -> ast.ForStmt:
+        var = c[0]
+        lo, hi = c[1]
+        carries = c[2] if len(c) == 4 else ()
+        axis = ast.Axis(str(var), lo, hi, self._tok(var))
+        return ast.ForStmt(axis, tuple(carries), c[-1], self._span(meta))
+
+    def carry(self, c: list[Any]) -> tuple[Any, ...]:
+        return tuple(c)
+
+    @v_args(meta=True)
+    def carry_item(self, meta: Any, c: list[Any]) -> ast.CarryItem:
+        return ast.CarryItem(str(c[0]), str(c[1]), str(c[2]), self._span(meta))
+
+    @v_args(meta=True)
+    def phase_stmt(self, meta: Any, c: list[Any]) -> ast.PhaseStmt:
+        return ast.PhaseStmt(str(c[0]), c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def taskids_stmt(self, meta: Any, c: list[Any]) -> ast.TaskIds:
+        return ast.TaskIds(tuple(str(x) for x in c), self._span(meta))
+
+    @v_args(meta=True)
+    def let_stmt(self, meta: Any, c: list[Any]) -> ast.Let:
+        return ast.Let(str(c[0]), c[1], self._span(meta))
+
+    # ---- tasks ----
+    @v_args(meta=True)
+    def task(self, meta: Any, c: list[Any]) -> ast.Task:
+        kind, name = str(c[0]), c[1]
+        axes: tuple[ast.Axis, ...] = ()
+        flags: list[str] = []
+        deps: tuple[ast.Dep, ...] | None = None
+        body: tuple[Any, ...] = ()
+        for part in c[2:]:
+            if isinstance(part, tuple) and part and part[0] == "flag":
+                flags.append(part[1])
+            elif isinstance(part, tuple) and part and part[0] == "deps":
+                deps = (deps or ()) + part[1]
+            elif isinstance(part, tuple) and part and part[0] == "body":
+                body = part[1]
+            elif isinstance(part, tuple):
+                axes = part
+        return ast.Task(kind, str(name), axes, tuple(flags), deps, body, self._span(meta), self._tok(name))
+
+    def index_space(self, c: list[Any]) -> tuple[Any, ...]:
+        return tuple(c)
+
+    @v_args(meta=True)
+    def axis(self, meta: Any, c: list[Any]) -> ast.Axis:
+        return ast.Axis(str(c[0]), c[1][0], c[1][1], self._span(meta))
+
+    def range(self, c: list[Any]) -> tuple[Any, Any]:
+        return (c[0], c[1])
+
+    def flag(self, c: list[Any]) -> tuple[str, str]:
+        return ("flag", str(c[0]))
+
+    def deps(self, c: list[Any]) -> tuple[str, tuple[Any, ...]]:
+        return ("deps", tuple(c))
+
+    @v_args(meta=True)
+    def dep(self, meta: Any, c: list[Any]) -> ast.Dep:
+        sels = tuple(c[1:]) if len(c) > 1 else None
+        return ast.Dep(str(c[0]), sels, self._span(meta))
+
+    @v_args(meta=True)
+    def sel_all(self, meta: Any, c: list[Any]) -> ast.Sel:
+        return ast.Sel("all", None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
+
+    @v_args(meta=True)
+    def sel_index(self, meta: Any, c: list[Any]) -> ast.Sel:
+        return ast.Sel("index", c[0], None, self._span(meta))
+
+    @v_args(meta=True)
+    def sel_range(self, meta: Any, c: list[Any]) -> ast.Sel:
+        return ast.Sel("range", c[0], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def sel_extent(self, meta: Any, c: list[Any]) -> ast.Sel:
+        return ast.Sel("extent", c[0], c[1], self._span(meta))
+
+    def task_body(self, c: list[Any]) -> tuple[str, tuple[Any, ...]]:
+        return ("body", tuple(c))
+
+    @v_args(meta=True)
+    def access(self, meta: Any, c: list[Any]) -> ast.Access:
+        return ast.Access(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def item_loop(self, meta: Any, c: list[Any]) -> ast.ItemLoop:
+        var = c[0]
+        axis = ast.Axis(str(var), c[1][0], c[1][1], self._tok(var))
+        return ast.ItemLoop(axis, tuple(c[2:]), self._span(meta))
+
+    @v_args(meta=True)
+    def call(self, meta: Any, c: list[Any]) -> ast.Call:
+        return ast.Call(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def region(self, meta: Any, c: list[Any]) -> ast.Region:
+        indirect = None
+        if c and isinstance(c[-1], tuple) and c[-1] and c[-1][0] == "indirect":
+            indirect = c[-1][1]
+            c = c[:-1]
+        return ast.Region(str(c[0]), tuple(c[1:]), indirect, self._span(meta))
+
+    @v_args(meta=True)
+    def whole_indirect(self, meta: Any, c: list[Any]) -> ast.Region:
+        return ast.Region(str(c[0]), None, c[1][1], self._span(meta))
+
+    def indirect(self, c: list[Any]) -> tuple[str, tuple[str, ...]]:
+        return ("indirect", tuple(str(x) for x in c))
+
+    @v_args(meta=True)
+    def sl_all(self, meta: Any, c: list[Any]) -> ast.Slice:
+        return ast.Slice("all", None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
+
+    @v_args(meta=True)
+    def sl_index(self, meta: Any, c: list[Any]) -> ast.Slice:
+        return ast.Slice("index", c[0], None, self._span(meta))
+
+    @v_args(meta=True)
+    def sl_range(self, meta: Any, c: list[Any]) -> ast.Slice:
+        return ast.Slice("range", c[0], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def sl_extent(self, meta: Any, c: list[Any]) -> ast.Slice:
+        return ast.Slice("extent", c[0], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def wave(self, meta: Any, c: list[Any]) -> ast.Wave:
+        name = str(c[0])
+        axes = tuple(x for x in c[1:] if isinstance(x, ast.Axis))
+        kind_part = next(x for x in c[1:] if isinstance(x, tuple) and x and x[0] in ("parallel", "spmd"))
+        flags = tuple(x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "flag")
+        dep_parts = [x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "deps"]
+        deps = tuple(d for part in dep_parts for d in part) if dep_parts else None
+        return ast.Wave(name, axes, kind_part[0], kind_part[1], flags, deps, self._span(meta))
+
+    def wave_parallel(self, c: list[Any]) -> tuple[str, None]:
+        return ("parallel", None)
+
+    def wave_spmd(self, c: list[Any]) -> tuple[str, tuple[str, ...] | None]:
+        return ("spmd", tuple(str(x) for x in c) if c else None)
+
+    # ---- expressions ----
+    @v_args(meta=True)
+    def number(self, meta: Any, c: list[Any]) -> ast.Num:
+        return ast.Num(int(str(c[0]).replace("_", "")), self._span(meta))
+
+    @v_args(meta=True)
+    def name(self, meta: Any, c: list[Any]) -> ast.Name:
+        return ast.Name(str(c[0]), self._span(meta))
+
+    @v_args(meta=True)
+    def func(self, meta: Any, c: list[Any]) -> ast.Func:
+        return ast.Func(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def binop(self, meta: Any, c: list[Any]) -> ast.BinOp:
+        return ast.BinOp(str(c[1]), c[0], c[2], self._span(meta))
+
+    compare = binop
+
+    @v_args(meta=True)
+    def or_op(self, meta: Any, c: list[Any]) -> ast.BinOp:
+        return ast.BinOp("or", c[0], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def and_op(self, meta: Any, c: list[Any]) -> ast.BinOp:
+        return ast.BinOp("and", c[0], c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def not_op(self, meta: Any, c: list[Any]) -> ast.Not:
+        return ast.Not(c[0], self._span(meta))
+
+    @v_args(meta=True)
+    def neg(self, meta: Any, c: list[Any]) -> ast.Neg:
+        return ast.Neg(c[0], self._span(meta))
+
+
+def _friendly(err: lark.exceptions.UnexpectedInput) -> tuple[str, str] | None:
+    """Pick the message of the known bad input whose parser state matches `err`."""
+    examples = {i: list(ex.examples) for i, ex in enumerate(SYNTAX_EXAMPLES)}
+    try:
+        label = err.match_examples(parser().parse, examples, use_accepts=True)
+    except Exception:  # noqa: BLE001 - a failed match only loses the friendly text
+        label = None
+    if label is None:
+        return None
+    ex = SYNTAX_EXAMPLES[int(label)]
+    return ex.message, ex.hint
+
+
+def _describe(err: lark.exceptions.UnexpectedInput) -> str:
+    if isinstance(err, lark.exceptions.UnexpectedToken):
+        tok = err.token
+        found = "end of file" if tok.type == "$END" else f"'{tok}'"
+        expected = sorted(e for e in err.accepts or err.expected if not e.startswith("__"))
+        shown = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
+        return f"unexpected {found}; expected one of: {shown}"
+    if isinstance(err, lark.exceptions.UnexpectedCharacters):
+        return f"unexpected character '{err.char}'"
+    return "unexpected end of file"
+
+
+def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
+    """Parse one file. On a syntax error append PG001 to `bag` and return None."""
+    try:
+        tree = parser().parse(file.text)
+    except lark.exceptions.UnexpectedInput as err:
+        line = getattr(err, "line", 1) or 1
+        col = getattr(err, "column", 1) or 1
+        if isinstance(err, lark.exceptions.UnexpectedEOF) or (
+            isinstance(err, lark.exceptions.UnexpectedToken) and err.token.type == "$END"
+        ):
+            lines = file.lines or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+        span = Span(file, int(line), int(col), int(line), int(col) + 1)
+        friendly = _friendly(err)
+        detail = _describe(err)
+        if friendly:
+            bag.add("PG001", f"{friendly[0]} ({detail})", span, hint=friendly[1])
+        else:
+            bag.add("PG001", detail, span, hint="see docs/language.md for the grammar")
+        return None
+    return _ToAst(file).transform(tree)  # type: ignore[no-any-return]
