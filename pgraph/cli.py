@@ -1,0 +1,142 @@
+"""Command line: argument parsing only; every subcommand calls the driver.
+
+Exit codes: 0 ok, 1 diagnostics with errors, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from pgraph import __version__
+from pgraph.diagnostics import DiagnosticBag, render_all_text, render_json
+from pgraph.driver import Options, UsageError, parse_define, plan_program
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file and a rename (no half-written file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", help="the .pgl file")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a constant before folding (repeatable)")
+    p.add_argument("--config", metavar="NAME|FILE.pgl",
+                   help="constant overrides from a .pgl file of `const` lines (a bare name is <spec dir>/configs/NAME.pgl)")
+    p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree of `pgraph`."""
+    ap = argparse.ArgumentParser(prog="pgraph", description="Plan and check .pgl task graphs.")
+    ap.add_argument("--version", action="version", version=f"pgraph {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
+    _common(check)
+    plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
+    _common(plan)
+    plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
+    plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
+    explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
+    return ap
+
+
+def _options(args: argparse.Namespace) -> Options:
+    return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers)
+
+
+def _emit_diagnostics(bag: DiagnosticBag, fmt: str, stream: object = None) -> None:
+    diags = bag.sorted()
+    if fmt == "json":
+        return
+    text = render_all_text(diags)
+    if text:
+        print(text, file=sys.stderr, end="")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """`pgraph check`: diagnostics only."""
+    plan, bag = plan_program(args.spec, _options(args))
+    if args.format == "json":
+        print(render_json(bag.sorted()))
+    else:
+        _emit_diagnostics(bag, "text")
+        if not bag.has_errors:
+            print(f"{args.spec}: ok")
+    return 1 if bag.has_errors else 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """`pgraph plan`: diagnostics plus the report (text/JSON) or the Graphviz picture."""
+    from pgraph.report import render_json as report_json_text
+    from pgraph.report import render_text
+
+    plan, bag = plan_program(args.spec, _options(args))
+    if plan is None or bag.has_errors:
+        if args.format == "json":
+            print(json.dumps({"diagnostics": json.loads(render_json(bag.sorted()))}, indent=2, sort_keys=True))
+        else:
+            _emit_diagnostics(bag, "text")
+        return 1
+    if args.dot:
+        from pgraph.backends.dot import render_dot
+
+        text = render_dot(plan)
+    elif args.format == "json":
+        text = report_json_text(plan, args.spec)
+    else:
+        _emit_diagnostics(bag, "text")
+        text = render_text(plan, args.spec)
+    if args.output:
+        write_atomic(Path(args.output), text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """`pgraph explain CODE`: the rule's documentation."""
+    from pgraph.explain import explain
+
+    text = explain(args.code)
+    if text is None:
+        print(f"pgraph: unknown diagnostic code '{args.code}'", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pgraph` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "plan":
+            return cmd_plan(args)
+        return cmd_explain(args)
+    except UsageError as err:
+        print(f"pgraph: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""The scope table: depth, ring (min(depth, 3)), mode, tasks and heap bytes per scope."""
+
+from __future__ import annotations
+
+from pgraph.plan.base import Pass, Plan
+
+#: simpler: each packed output is rounded up to PTO2_PACKED_OUTPUT_ALIGN = 1024 bytes.
+HEAP_ALIGN = 1024
+
+
+def heap_bytes(nbytes: int) -> int:
+    """Heap bytes of one allocation, rounded up to 1024 B (simpler pto_constants.h)."""
+    return -(-nbytes // HEAP_ALIGN) * HEAP_ALIGN
+
+
+class ScopeTablePass(Pass):
+    """Records `scopes`: one row per scope with its ring and per-instance allocation bytes."""
+
+    name = "scope-table"
+
+    def run(self, plan: Plan) -> None:
+        p = plan.program
+        rows = []
+        for s in p.scopes:
+            allocs = [t for t in p.tensors.values() if t.storage == "alloc" and t.scope == s.id]
+            tasks = sum(1 for d in p.dispatches if d.scope == s.id)
+            rows.append({
+                "scope": s.id,
+                "kind": s.kind,
+                "mode": s.mode,
+                "depth": s.depth,
+                "ring": s.ring,
+                "line": s.span.line,
+                "dispatches": tasks,
+                "allocations": len(allocs),
+                "heap_bytes": sum(heap_bytes(t.nbytes) for t in allocs),
+            })
+        plan.facts["scopes"] = rows

@@ -1,0 +1,31 @@
+"""Shared fixtures: repository paths, the `--update-golden` switch, a planning helper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgraph.driver import Options, plan_program
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+HEAD_SPEC = SPECS / "decode_layer.pgl"
+VARIANT_762 = SPECS / "variants" / "decode_layer_762.pgl"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite golden files under tests/golden/ from the current output")
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+def plan_ok(path: Path, **kw: object):
+    """Plan a spec that must have no errors; return the Plan."""
+    plan, bag = plan_program(path, Options(**kw))  # type: ignore[arg-type]
+    assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
+    return plan
