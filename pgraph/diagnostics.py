@@ -68,6 +68,26 @@ RULES: dict[str, Rule] = _rules(
     ("PG028", "missing-kernel-call", E, "a compute task has no `call`"),
     ("PG029", "carry-mismatch", E, "a loop carry mixes a task and a tensor, or tensors of different types"),
     ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),
+    # ---- planner rules (PG1xx) ----
+    ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
+    ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),
+    ("PG102", "spmd-block-overlap", E, "blocks of one SPMD grid write overlapping regions"),
+    ("PG103", "false-serialization", W, "separate writers of disjoint slices that the runtime will serialize"),
+    ("PG104", "dummy-effect", W, "what a dependency-only dummy really does (note, warning or error by case)"),
+    ("PG105", "early-dispatch-blocked", N, "one unflagged producer makes consumers ineligible for early dispatch"),
+    ("PG106", "early-flag-no-effect", N, "an early flag whose consumers are all ineligible anyway"),
+    ("PG107", "ring-clamped", N, "a scope deeper than 3 shares ring 3 with its parent"),
+    ("PG108", "ring3-nested-scopes", W, "nested open scopes on ring 3: outer tasks cannot retire while inner ones allocate"),
+    ("PG109", "scope-task-window", E, "one scope holds more tasks than the task window allows (SCOPE_DEADLOCK, code 1)"),
+    ("PG110", "heap-ring-capacity", E, "open scopes on a ring hold more heap than the ring has (HEAP_RING_DEADLOCK, code 2)"),
+    ("PG111", "dep-pool-capacity", E, "live fanout entries exceed the ring's dep pool (DEP_POOL_OVERFLOW, code 4)"),
+    ("PG112", "tensormap-capacity", E, "live TensorMap entries exceed the pool (TENSORMAP_OVERFLOW, code 11)"),
+    ("PG113", "sync-start-capacity", E, "a sync_start grid has more blocks than cores of its shape (code 7)"),
+    ("PG114", "task-arg-limits", E, "a task exceeds 32 tensor args, 16 scalars or 5 dimensions"),
+    ("PG115", "redundant-edge", N, "an explicit edge is implied by another path"),
+    ("PG116", "funnel", N, "many consumers of one producer already wait on a common node"),
+    ("PG117", "dead-task", N, "a task's outputs are never read"),
+    ("PG118", "unused-tensor", N, "a tensor is declared but never accessed"),
 )
 
 
@@ -107,12 +127,22 @@ class Diagnostic:
         return (self.span.filename, self.span.line, self.span.col, self.code, self.message)
 
 
+#: Errors kept per run; later ones are counted in one PG030 note (like rustc/gcc error limits).
+MAX_ERRORS = 100
+
+
 class DiagnosticBag:
-    """Collects diagnostics from every stage; stages append, never raise."""
+    """Collects diagnostics from every stage; stages append, never raise.
+
+    After MAX_ERRORS distinct errors, further errors are dropped and counted in a single
+    PG030 note (sorted last); warnings and notes are always kept.
+    """
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
         self._seen: set[tuple[object, ...]] = set()
+        self._errors = 0
+        self.suppressed = 0
 
     def add(
         self,
@@ -128,10 +158,26 @@ class DiagnosticBag:
             raise KeyError(f"unknown diagnostic code {code}")
         diag = Diagnostic(code, message, span, tuple(notes), hint, severity)
         key = (code, message, span and (span.filename, span.line, span.col))
-        if key not in self._seen:
-            self._seen.add(key)
-            self.items.append(diag)
+        if key in self._seen:
+            return diag
+        self._seen.add(key)
+        if diag.level is Severity.ERROR:
+            if self._errors >= MAX_ERRORS:
+                self._suppress()
+                return diag
+            self._errors += 1
+        self.items.append(diag)
         return diag
+
+    def _suppress(self) -> None:
+        """Count one dropped error in the (single) PG030 note."""
+        self.suppressed += 1
+        self.items = [d for d in self.items if d.code != "PG030"]
+        self.items.append(Diagnostic(
+            "PG030",
+            f"{self.suppressed} more error(s) not shown: only the first {MAX_ERRORS} errors are reported",
+            hint="fix the errors above first; later ones are often consequences of them",
+        ))
 
     @property
     def has_errors(self) -> bool:
@@ -144,7 +190,7 @@ class DiagnosticBag:
 
     def sorted(self) -> list[Diagnostic]:
         """The diagnostics in deterministic source order."""
-        return sorted(self.items, key=Diagnostic.sort_key)
+        return sorted(self.items, key=lambda d: (d.code == "PG030", d.sort_key()))
 
 
 def render_text(diag: Diagnostic) -> str:

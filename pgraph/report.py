@@ -53,6 +53,9 @@ def render_text(plan: Plan, spec: str) -> str:
                      _fmt(layer["blocks"]) if layer else "-",
                      _fmt(row["tasks"]), _fmt(row["dummy_tasks"]), _fmt(row["blocks"])])
     out += _table(["phase", "tasks/layer", "dummies/layer", "blocks/layer", "tasks", "dummies", "blocks"], prow)
+    out += _early_section(f)
+    out += _critical_section(f)
+    out += _rings_section(f)
     out += ["", "scopes (ring = min(depth, 3)):"]
     srow = []
     for s in f["scopes"]:
@@ -60,6 +63,54 @@ def render_text(plan: Plan, spec: str) -> str:
                      str(s["dispatches"]), str(s["allocations"]), _fmt(s["heap_bytes"])])
     out += _table(["scope", "kind", "mode", "depth", "ring", "dispatches", "allocs", "heap bytes"], srow, align_left=3)
     return "\n".join(out) + "\n"
+
+
+def _early_section(f: dict[str, Any]) -> list[str]:
+    if not f.get("early_dispatch"):
+        return []
+    rows = []
+    for r in f["early_dispatch"]:
+        n = sum(r["instances"].values())
+        state = r["state"] + (f" ({n} tasks)" if n > 1 else "")
+        rows.append([r["dispatch"], "yes" if r["early_flag"] else "-", state, ", ".join(r["blocked_by"]) or "-"])
+    out = ["", "early dispatch (one layer and the entry; simpler: every direct producer flagged, dummies never):"]
+    out += _table(["task", "early flag", "consumer state", "blocked by unflagged"], rows, align_left=4)
+    out.append("  note: candidates also need every producer fully published at run time (all SPMD blocks launched);")
+    out.append(f"  open point: {f['early_dispatch_open_point']}")
+    return out
+
+
+def _critical_section(f: dict[str, Any]) -> list[str]:
+    cp = f.get("critical_path")
+    if not cp:
+        return []
+    out = ["", f"critical path: {_fmt(cp['length_us'])} us estimated"
+           + (f" ({_fmt(cp['per_layer_us'])} us per layer)" if cp.get("per_layer_us") is not None else "")
+           + " (cost = ceil(blocks / cores) x per-block cost; `cost` lines override the table)"]
+    steps = [s for s in cp["path"] if s["kind"] != "alloc"]
+    out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']})" for s in steps))
+    for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
+        link = cp.get(key)
+        if link:
+            out.append(f"  early-resolve chain breaks first {what} at {link['from']} -> {link['to']}: {link['reason']}")
+    return out
+
+
+def _rings_section(f: dict[str, Any]) -> list[str]:
+    if not f.get("rings"):
+        return []
+    rows = []
+    for r in f["rings"]:
+        rows.append([str(r["ring"]), ",".join(f"#{s}" for s in r["scopes"]),
+                     _fmt(r["layer_tasks"]), f"{_fmt(r['peak_tasks_with_carry'])} / {_fmt(r['task_window'] - 1)}",
+                     _fmt(r["layer_heap"]), f"{_fmt(r['peak_heap_with_carry'])} / {_fmt(r['heap_limit'])}",
+                     f"{_fmt(r['peak_dep_pool'])} / {_fmt(r['dep_pool_limit'])}"])
+    out = ["", "rings and capacity (one layer; peak while scopes are open, previous carried iteration included):"]
+    out += _table(["ring", "scopes", "tasks/layer", "peak tasks / window-1", "heap B/layer", "peak heap B / limit",
+                   "peak dep pool / limit"], rows)
+    tm = f["tensormap"]
+    out.append(f"  TensorMap entries live at peak: {_fmt(tm['peak_entries'])} / {_fmt(tm['limit'])} (global)")
+    return out
 
 
 def report_json(plan: Plan, spec: str) -> dict[str, Any]:
@@ -74,6 +125,13 @@ def report_json(plan: Plan, spec: str) -> dict[str, Any]:
         "per_layer": f["per_layer"],
         "phases": f["phases"],
         "scopes": f["scopes"],
+        "early_dispatch": f.get("early_dispatch"),
+        "early_dispatch_open_point": f.get("early_dispatch_open_point"),
+        "critical_path": f.get("critical_path"),
+        "rings": f.get("rings"),
+        "tensormap": f.get("tensormap"),
+        "races": f.get("races", 0),
+        "redundant_edges": f.get("redundant_edges", 0),
         "diagnostics": [diagnostic_json(d) for d in plan.bag.sorted()],
     }
 

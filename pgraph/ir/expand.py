@@ -67,7 +67,8 @@ class InstanceGraph:
         self.graph: nx.DiGraph = nx.DiGraph()
         self.args: dict[int, list[ArgBox]] = {}
         self.blocks: dict[int, list[dict[str, list[tuple[str, BufferKey, Box, bool]]]]] = {}
-        self.dup_entries: dict[str, int] = {}
+        self.loop_weights: dict[int, dict[int, int]] = {}
+        self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
 
     def add_edge(self, src: int, dst: int, prov: str, span: object = None) -> None:
         """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
@@ -103,8 +104,11 @@ class Expander:
         self.carry_loop = {c.name: lp for lp in program.loops for c in lp.carries}
         self.tile_maps: dict[str, dict[tuple[int, ...], tuple[str, tuple[int, ...]]]] = {}
         self.compiled: dict[int, Compiled] = {}
-        self.opened: set[tuple[int, tuple[int, ...]]] = set()
-        self.alloc_of: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.alloc_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
+        self.alloc_groups: dict[tuple[int, tuple[int, ...]], list[ir.Tensor]] = {}
+        for t in program.tensors.values():
+            if t.storage == "alloc" and t.scope is not None:
+                self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
         self.reported: set[tuple[str, int, int]] = set()
 
     def _scope_loops(self) -> dict[int, tuple[int, ...]]:
@@ -129,6 +133,7 @@ class Expander:
 
     # ---- driver ----
     def run(self) -> InstanceGraph:
+        self.g.loop_weights = {lp.id: dict(self.iterations(lp.id)) for lp in self.p.loops}
         self.expand_seq(list(self.p.dispatches), 0, (), 1)
         self.resolve_deps()
         self.infer_edges()
@@ -155,25 +160,35 @@ class Expander:
     def env_for(self, d: ir.Dispatch, iters: tuple[int, ...]) -> dict[str, int]:
         return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
 
-    def open_scope(self, scope: int, iters_by_loop: dict[int, int], weight: int) -> None:
-        chain = list(reversed(self.p.ancestors(scope)))
-        for sid in chain:
-            key = (sid, tuple(iters_by_loop[lid] for lid in self.scope_loops[sid]))
-            if key in self.opened:
+    def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int], weight: int) -> None:
+        """Emit the alloc tasks a task needs first: one per (heap scope, loop iteration) group.
+
+        Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); a
+        tensor declared in an `unscoped` or manual-scope loop is allocated once per iteration
+        in the enclosing scope. A group of n tensors is ceil(n / alloc_batch) alloc tasks,
+        counted here as one instance with `blocks` = that task count.
+        """
+        chain = set(self.p.ancestors(d.scope))
+        for (sid, loops), tensors in self.alloc_groups.items():
+            if sid not in chain or any(lid not in iters_by_loop for lid in loops):
                 continue
-            self.opened.add(key)
-            tensors = [t for t in self.p.tensors.values() if t.storage == "alloc" and t.scope == sid]
-            if not tensors:
+            key = (sid, loops, tuple(iters_by_loop[lid] for lid in loops))
+            if key in self.alloc_of:
                 continue
             node = len(self.g.instances)
-            label = f"alloc@{sid}" + _iters_label(self.p, self.scope_loops[sid], key[1])
-            self.g.instances.append(Instance(node, f"alloc@{sid}", "alloc", key[1], (), weight, sid, 0, label))
+            label = f"alloc@scope{sid}" + _iters_label(self.p, loops, key[2])
+            tasks = -(-len(tensors) // self.p.target.get("alloc_batch", 16))
+            w = 1
+            for lid in loops:
+                w *= dict(self.iterations(lid)).get(iters_by_loop[lid], 1)
+            self.g.instances.append(Instance(node, f"alloc@scope{sid}", "alloc", key[2], (), w, sid, tasks, label))
+            self.g.alloc_info[node] = (sid, loops, tuple(tensors))
             self.g.graph.add_node(node)
             self.alloc_of[key] = node
 
     def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int) -> None:
         iters_by_loop = dict(zip(d.loops, iters))
-        self.open_scope(d.scope, iters_by_loop, weight)
+        self.open_allocs(d, iters_by_loop, weight)
         env0 = self.env_for(d, iters)
         for index in _axis_values(d.task_axes):
             node = len(self.g.instances)
@@ -214,9 +229,8 @@ class Expander:
         root = self.p.tensors[t.base] if t.base else t
         if root.storage == "external":
             return name, (root.name, ())
-        loops = self.scope_loops[root.scope] if root.scope is not None else ()
         its = []
-        for lid in loops:
+        for lid in root.loops:
             v = iters_by_loop.get(lid)
             its.append(v if v is not None else (self.last_iteration(lid) or 0))
         return name, (root.name, tuple(its))
@@ -248,6 +262,14 @@ class Expander:
                 return None
             box.append((lo, hi))
         return tuple(box)
+
+    def eval_error(self, where: str, e: EvalError) -> None:
+        """PG018 for an expression that fails to evaluate, once per source position (not per instance)."""
+        key = ("PG018", e.span.line, e.span.col)
+        if key in self.reported:
+            return
+        self.reported.add(key)
+        self.bag.add("PG018", f"{where}: {e.message}", e.span)
 
     def report_once(self, code: str, region: ir.RegionRef, message: str, hint: str | None = None) -> None:
         key = (code, region.span.line, region.span.col)
@@ -281,7 +303,7 @@ class Expander:
                     bounds[i] = list(box) if prev is None else [
                         (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
             except EvalError as e:
-                self.bag.add("PG018", f"{where}: {e.message}", e.span)
+                self.eval_error(where, e)
             blocks.append(acc_out)
         self.g.blocks[len(self.g.instances) - 1] = blocks
         out = []
@@ -335,7 +357,7 @@ class Expander:
                             try:
                                 self.block_access(acc, benv, iters_by_loop, where, {"read": [], "write": [], "atomic": []})
                             except EvalError as e:
-                                self.bag.add("PG018", f"{where}: {e.message}", e.span)
+                                self.eval_error(where, e)
 
     # ---- deps ----
     def tile_map(self, name: str) -> dict[tuple[int, ...], tuple[str, tuple[int, ...]]]:
@@ -404,7 +426,7 @@ class Expander:
                 try:
                     self.resolve_dep(inst, d, dep, iters_by_loop, env)
                 except EvalError as e:
-                    self.bag.add("PG018", f"{inst.label}: {e.message}", e.span)
+                    self.eval_error(inst.label, e)
 
     def resolve_dep(self, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
                     env: dict[str, int]) -> None:
@@ -486,7 +508,7 @@ class Expander:
         t = self.p.tensors[buffer[0]]
         if t.storage != "alloc" or t.scope is None:
             return None
-        return self.alloc_of.get((t.scope, buffer[1]))
+        return self.alloc_of.get((t.scope, t.loops, buffer[1]))
 
     # ---- cycles ----
     def check_cycles(self) -> None:

@@ -41,7 +41,11 @@ class _Loader:
         self.chain: dict[str, tuple[Span, ...]] = {}
 
     def load(self, file: SourceFile, stack: tuple[tuple[Path, Span], ...]) -> None:
-        module = parse_source(file, self.bag)
+        parsed = DiagnosticBag()
+        module = parse_source(file, parsed)
+        chain = [Note(f"in a file included from {inc.location()}") for inc in reversed(self.chain.get(file.display, ()))]
+        for d in parsed.items:
+            self.bag.add(d.code, d.message, d.span, [*d.notes, *chain], d.hint, d.severity)
         if module is None:
             return
         for item in module.items:
@@ -56,7 +60,7 @@ class _Loader:
         open_paths = [p for p, _ in stack]
         if target in open_paths or (file.path and target == file.path.resolve()):
             cycle = [*(str(p.name) for p in open_paths[open_paths.index(target):] if target in open_paths)]
-            notes = [Note(f"'{p.name}' is included here", sp) for p, sp in stack]
+            notes = [Note(f"'{p.name}' is included here", sp) for p, sp in stack[1:]]
             self.bag.add(
                 "PG004",
                 f"include cycle: '{item.path}' is already being included"
@@ -69,24 +73,25 @@ class _Loader:
         try:
             display = display_name(target) if not Path(item.path).is_absolute() else item.path
             child = read_source(target, display)
-        except OSError as err:
+        except (OSError, UnicodeDecodeError) as err:
+            reason = "not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err.strerror or err
             self.bag.add(
                 "PG005",
-                f"cannot read included file '{item.path}': {err.strerror or err}",
+                f"cannot read included file '{item.path}': {reason}",
                 item.span,
                 hint=f"paths are relative to the including file's folder ({base.name or '.'})",
             )
             return
-        self.chain[child.display] = (*(sp for _, sp in stack), item.span)
+        self.chain[child.display] = (*(sp for _, sp in stack[1:]), item.span)
         self.load(child, (*stack, (target, item.span)))
 
 
 def load_program_files(root: SourceFile, bag: DiagnosticBag) -> Loaded | None:
     """Parse `root` and its includes; None when a syntax error stops parsing."""
     loader = _Loader(bag)
-    stack: tuple[tuple[Path, Span], ...] = ()
-    if root.path is not None:
-        stack = ((root.path.resolve(), Span(root, 1, 1, 1, 1)),)
+    # The first stack entry is the root itself (its span is a placeholder, never reported).
+    root_path = root.path.resolve() if root.path is not None else Path(root.display)
+    stack: tuple[tuple[Path, Span], ...] = ((root_path, Span(root, 1, 1, 1, 1)),)
     loader.load(root, stack)
     if bag.has_errors:
         return None

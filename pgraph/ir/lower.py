@@ -17,6 +17,7 @@ from pgraph.ir.expr import EvalError, evaluate, free_vars, substitute
 from pgraph.ir.loader import Loaded
 from pgraph.source import Span
 from pgraph.syntax import ast
+from pgraph.target import A2A3_DEFAULTS, DEFAULT_COSTS
 
 ACCESS_KIND = {"reads": "read", "writes": "write", "atomic_add": "atomic"}
 #: Which explicit access kinds each parameter direction admits.
@@ -72,6 +73,10 @@ class Lowerer:
         self.carry_types: dict[str, ir.Tensor] = {}
         self.taskids: dict[int, list[tuple[str, Span]]] = {}
         self.entry: ast.Entry | None = None
+        self.loop_stack: tuple[int, ...] = ()
+        self.target: dict[str, int] = dict(A2A3_DEFAULTS)
+        self.costs: dict[str, int] = dict(DEFAULT_COSTS)
+        self.cost_items: list[ast.Cost] = []
 
     # ---- diagnostics ----
     def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (), hint: str | None = None) -> None:
@@ -184,6 +189,10 @@ class Lowerer:
                 self.declare_view(item, _Env({}), None)
             elif isinstance(item, ast.KernelDecl):
                 self.declare_kernel(item)
+            elif isinstance(item, ast.Target):
+                self.declare_target(item)
+            elif isinstance(item, ast.Cost):
+                self.cost_items.append(item)
             elif isinstance(item, ast.Entry):
                 if self.entry is not None:
                     self.dup(item.name, item.span, self.entry.span, "entry")
@@ -198,11 +207,14 @@ class Lowerer:
         root = self.new_scope("auto", None, "entry", self.entry.span)
         self.walk(self.entry.block, root, _Env({}), None, ())
         self.finish_carries()
+        self.finish_costs()
         self.check_taskids()
         self.check_dep_scopes()
         self.mark_identical_loops()
         if self.bag.has_errors:
             return None
+        for sid, names in self.taskids.items():
+            self.scopes[sid] = attrs.evolve(self.scopes[sid], taskids=tuple(n for n, _ in names))
         return ir.Program(
             entry=self.entry.name,
             entry_span=self.entry.span,
@@ -216,7 +228,35 @@ class Lowerer:
             dispatches=tuple(self.dispatches),
             phases=tuple(self.phases),
             carries=self.carries,
+            target=self.target,
+            costs=self.costs,
         )
+
+    def declare_target(self, item: ast.Target) -> None:
+        for ti in item.items:
+            if ti.key not in A2A3_DEFAULTS:
+                self.err("PG002", f"unknown target limit '{ti.key}'", ti.span,
+                         hint="known limits: " + ", ".join(sorted(A2A3_DEFAULTS)))
+                continue
+            value = self.eval_const(ti.expr, "a target limit")
+            if value is not None:
+                if value <= 0:
+                    self.err("PG006", f"target limit '{ti.key}' must be positive, got {value}", ti.span)
+                    continue
+                self.target[ti.key] = value
+
+    def finish_costs(self) -> None:
+        for c in self.cost_items:
+            if c.name not in self.kernels and c.name not in DEFAULT_COSTS:
+                self.err("PG002", f"cost names '{c.name}', which is neither a kernel nor a core shape", c.span,
+                         hint="write `cost KERNEL = N` or `cost aic|aiv|mix|dummy = N` (µs per block wave)")
+                continue
+            value = self.eval_const(c.expr, "a cost")
+            if value is not None:
+                if value < 0:
+                    self.err("PG006", f"cost of '{c.name}' is negative ({value})", c.span)
+                    continue
+                self.costs[c.name] = value
 
     def dup(self, name: str, span: Span, first: Span, what: str) -> None:
         self.err("PG003", f"{what} '{name}' is declared twice", span,
@@ -272,8 +312,9 @@ class Lowerer:
         storage = "external" if item.external else "alloc"
         alloc_scope = None if item.external else self.alloc_scope(scope)
         index = sum(1 for t in self.tensors.values() if t.storage == "external") if item.external else None
+        loops = () if item.external else self.loop_stack
         self.tensors[item.name] = ir.Tensor(item.name, item.dtype, shape, storage, item.span,
-                                            alloc_scope, scope, None, index)
+                                            alloc_scope, scope, None, index, loops)
 
     def declare_scalar(self, item: ast.ScalarDecl) -> None:
         if self.name_taken(item.name, item.span):
@@ -297,7 +338,7 @@ class Lowerer:
             return
         root = base.base or base.name
         self.tensors[item.name] = ir.Tensor(item.name, base.dtype, shape, "view", item.span,
-                                            base.scope, scope, root, None)
+                                            base.scope, scope, root, None, base.loops)
 
     def declare_kernel(self, item: ast.KernelDecl) -> None:
         if item.name in self.kernels:
@@ -394,15 +435,17 @@ class Lowerer:
             carry = self.declare_carry(c)
             if carry is not None:
                 carries.append(carry)
-        body = None if self.in_manual(scope) else -1
+        scoped = stmt.scoped and not self.in_manual(scope)
         self.loops.append(ir.Loop(lid, ir.IAxis(stmt.axis.var, lo, hi, stmt.axis.span), tuple(carries), None,
-                                  scope, stmt.span))
-        if body is not None:
-            body = self.new_scope("auto", scope, "loop", stmt.span, loop=lid)
+                                  scope, stmt.span, scoped=scoped))
+        body = self.new_scope("auto", scope, "loop", stmt.span, loop=lid) if scoped else None
         self.loops[lid] = attrs.evolve(self.loops[lid], body_scope=body)
         inner = env.child()
         inner.variables.add(stmt.axis.var)
+        saved = self.loop_stack
+        self.loop_stack = (*loops, lid)
         self.walk(stmt.block, body if body is not None else scope, inner, phase, (*loops, lid))
+        self.loop_stack = saved
 
     def declare_carry(self, c: ast.CarryItem) -> ir.Carry | None:
         if c.name in self.carries or c.name in self.tilesets or c.name in self.tensors:
@@ -466,7 +509,10 @@ class Lowerer:
                 if dep.kind != "tiles":
                     continue
                 ts = self.tilesets.get(dep.target)
-                if ts is None or ts.scope in consumer_chain:
+                if ts is None:
+                    self.unknown_dep(d.name, dep)
+                    continue
+                if ts.scope in consumer_chain:
                     continue
                 if any(dep.target in (n for n, _ in self.taskids.get(s, ())) for s in consumer_chain):
                     continue
@@ -481,6 +527,16 @@ class Lowerer:
                     hint=f"a TaskId is a local of its PTO2_SCOPE: declare `taskids {dep.target}` in the scope that "
                          "encloses both (pypto: a TASK_ID array hoisted into the consumer's scope)",
                 )
+
+    def unknown_dep(self, consumer: str, dep: ir.DepRef) -> None:
+        """A dep naming no task: PG019 when the name is a kernel or scalar, PG002 otherwise."""
+        if dep.target in self.kernels or dep.target in self.scalars:
+            what = "a kernel" if dep.target in self.kernels else "a scalar"
+            self.err("PG019", f"deps name tasks, but '{dep.target}' is {what}", dep.span,
+                     hint="name the task (at/spmd/parallel/dummy/tiles) that must finish first")
+            return
+        self.err("PG002", f"'{consumer}' depends on '{dep.target}', which is not a declared task", dep.span,
+                 hint="deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
 
     def mark_identical_loops(self) -> None:
         """A loop's iterations are identical when no index space or dep depends on its variable."""
@@ -824,6 +880,10 @@ class Lowerer:
             return None
         if param.shape is not None:
             shape = self.region_shape(region, t, env)
+            if shape is not None and any(n < 0 for n in shape):
+                self.err("PG006", f"the region of '{region.tensor}' has shape {list(shape)}: a slice has a negative "
+                         "extent", span, hint="a slice `a:b` needs a <= b; `a +: n` needs n >= 0")
+                return None
             if shape is not None and tuple(shape) != tuple(param.shape):
                 self.err("PG012", f"the region has shape {list(shape)} but parameter '{param.name}' of "
                          f"'{kernel.name}' expects {list(param.shape)}", span, note,

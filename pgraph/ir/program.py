@@ -44,6 +44,7 @@ class Tensor:
     declared_scope: int | None = None
     base: str | None = None
     arg_index: int | None = None
+    loops: tuple[int, ...] = ()
 
     @property
     def numel(self) -> int:
@@ -155,6 +156,7 @@ class Loop:
     parent_scope: int
     span: Span
     identical: bool = True
+    scoped: bool = True
 
 
 @attrs.frozen
@@ -297,6 +299,8 @@ class Program:
     dispatches: tuple[Dispatch, ...]
     phases: tuple[str, ...]
     carries: dict[str, Carry]
+    target: dict[str, int] = attrs.field(factory=dict)
+    costs: dict[str, int] = attrs.field(factory=dict)
 
     def dispatch(self, name: str) -> Dispatch:
         """The dispatch called `name` (KeyError if none)."""

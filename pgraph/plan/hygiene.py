@@ -37,3 +37,148 @@ class DuplicateDepsPass(Pass):
                 hint="harmless: several selected tiles map to one task (e.g. every tile of an SPMD wave)",
             )
         plan.facts["duplicate_dep_entries_per_layer"] = total
+
+
+def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
+    g = plan.graph.graph
+    return [(u, v) for u, v, data in g.edges(data=True) if data["prov"] & {"explicit", "carried"}]
+
+
+def _reported(plan: Plan, node: int) -> bool:
+    inst = plan.graph.instances[node]
+    return plan.in_layer(inst) or (inst.kind != "alloc" and not plan.program.dispatch(inst.dispatch).loops)
+
+
+class RedundantEdgePass(Pass):
+    """PG115: an explicit/carried edge u -> v implied by another path u -> w -> ... -> v."""
+
+    name = "redundant-edges"
+
+    def run(self, plan: Plan) -> None:
+        from pgraph.plan.reach import ancestors
+
+        anc = ancestors(plan)
+        g = plan.graph
+        groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        for u, v in _explicit_edges(plan):
+            if not _reported(plan, v):
+                continue
+            if any(w != u and (anc[w] >> u & 1) for w in g.graph.predecessors(v)):
+                groups[(g.instances[u].dispatch, g.instances[v].dispatch)].append((u, v))
+        total = 0
+        p = plan.program
+        for (du, dv), pairs in sorted(groups.items(), key=lambda kv: (p.dispatch(kv[0][1]).order, kv[0][0])):
+            total += len(pairs)
+            u, v = pairs[0]
+            span = g.graph.edges[u, v].get("span")
+            plan.bag.add("PG115", f"{len(pairs)} edge(s) {du} -> {dv} are implied by other paths "
+                         f"(e.g. {g.instances[u].label} -> {g.instances[v].label})", span,
+                         hint="harmless for ordering; dropping it saves a fanout entry and a dep-array slot")
+        plan.facts["redundant_edges"] = total
+
+
+class FunnelPass(Pass):
+    """PG116: one producer fans out to many consumers that all already wait on a common node.
+
+    Route the producer into that node instead: n edges become 1 and ordering is kept
+    transitively (the #682 seeds: 305 edges -> 4).
+    """
+
+    name = "funnel"
+    threshold = 8
+
+    def run(self, plan: Plan) -> None:
+        g = plan.graph
+        out_edges: dict[int, list[int]] = defaultdict(list)
+        for u, v in _explicit_edges(plan):
+            out_edges[u].append(v)
+        p = plan.program
+        from pgraph.plan.reach import ancestors
+
+        anc = ancestors(plan)
+        seen: set[tuple[str, str]] = set()
+        for u, consumers in sorted(out_edges.items()):
+            if len(consumers) < self.threshold or not _reported(plan, u):
+                continue
+            common: set[int] | None = None
+            for v in consumers:
+                preds = {w for w in g.graph.predecessors(v) if w != u and g.instances[w].kind != "alloc"}
+                common = preds if common is None else common & preds
+                if not common:
+                    break
+            for x in sorted(common or ()):
+                if anc[u] >> x & 1:
+                    continue
+                key = (g.instances[u].dispatch, g.instances[x].dispatch)
+                if key in seen:
+                    break
+                seen.add(key)
+                d = p.dispatch(g.instances[u].dispatch)
+                plan.bag.add("PG116", f"'{g.instances[u].label}' has {len(consumers)} consumers that all already "
+                             f"wait on '{g.instances[x].label}'", d.span,
+                             hint=f"make '{g.instances[x].dispatch}' depend on '{d.name}' and drop the "
+                                  f"{len(consumers)} direct edges: ordering is kept transitively")
+                break
+
+
+class DeadTaskPass(Pass):
+    """PG117: a compute task none of whose written buffers is read later (externals count as read)."""
+
+    name = "dead-tasks"
+
+    def run(self, plan: Plan) -> None:
+        g = plan.graph
+        p = plan.program
+        readers: dict[tuple[str, tuple[int, ...]], set[int]] = defaultdict(set)
+        writes: dict[int, set[tuple[str, tuple[int, ...]]]] = defaultdict(set)
+        for node, blocks in g.blocks.items():
+            for block in blocks:
+                for kind, items in block.items():
+                    for _t, key, _box, _ind in items:
+                        if kind in ("read", "atomic"):
+                            readers[key].add(node)
+                        if kind in ("write", "atomic"):
+                            writes[node].add(key)
+        dead: dict[str, str] = {}
+        for node, keys in writes.items():
+            inst = g.instances[node]
+            if any(it != p.loops[lid].axis.lo for lid, it in zip(p.dispatch(inst.dispatch).loops, inst.iters)):
+                continue  # later iterations' readers may not be expanded
+            live = False
+            for key in keys:
+                if p.tensors[key[0]].storage == "external" or readers[key] - {node}:
+                    live = True
+                    break
+            if not live:
+                dead.setdefault(inst.dispatch, inst.label)
+        for name in sorted(dead, key=lambda n: p.dispatch(n).order):
+            plan.bag.add("PG117", f"'{name}' writes only buffers nothing reads afterwards (e.g. {dead[name]})",
+                         p.dispatch(name).span, hint="drop the task, or read its output")
+
+
+class UnusedTensorPass(Pass):
+    """PG118: a declared tensor no task accesses (and no view or indirect region uses)."""
+
+    name = "unused-tensors"
+
+    def run(self, plan: Plan) -> None:
+        p = plan.program
+        used: set[str] = set()
+        for d in p.dispatches:
+            for acc in d.accesses:
+                used.add(acc.region.tensor)
+                used.update(acc.region.indirect or ())
+            for a in d.args:
+                if a.region is not None:
+                    used.add(a.region.tensor)
+                    used.update(a.region.indirect or ())
+        for c in p.carries.values():
+            if c.kind == "tensor" and c.name in used:
+                used.update((c.init, c.next))
+        for t in list(p.tensors.values()):
+            if t.base and t.name in used:
+                used.add(t.base)
+        for t in sorted(p.tensors.values(), key=lambda t: (t.span.filename, t.span.line)):
+            if t.name not in used:
+                plan.bag.add("PG118", f"tensor '{t.name}' is declared but never accessed", t.span,
+                             hint="remove it, or pass it to the kernel that should use it")

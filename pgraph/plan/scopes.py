@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from pgraph.plan.base import Pass, Plan
-
-#: simpler: each packed output is rounded up to PTO2_PACKED_OUTPUT_ALIGN = 1024 bytes.
-HEAP_ALIGN = 1024
-
-
-def heap_bytes(nbytes: int) -> int:
-    """Heap bytes of one allocation, rounded up to 1024 B (simpler pto_constants.h)."""
-    return -(-nbytes // HEAP_ALIGN) * HEAP_ALIGN
+from pgraph.target import heap_bytes
 
 
 class ScopeTablePass(Pass):

@@ -301,12 +301,17 @@ class CarryItem:
 
 @attrs.frozen
 class ForStmt:
-    """`for L in lo..hi carry ... { ... }`: the loop body is an auto scope per iteration."""
+    """`for L in lo..hi [unscoped] carry ... { ... }`: the body is an auto scope per iteration.
+
+    `unscoped` (pypto `auto_scope=False`) keeps the body in the enclosing scope, so its
+    tasks and allocations accumulate there across iterations.
+    """
 
     axis: Axis
     carries: tuple[CarryItem, ...]
     block: Block
     span: Span
+    scoped: bool = True
 
 
 @attrs.frozen
@@ -335,8 +340,35 @@ class Entry:
     span: Span
 
 
+@attrs.frozen
+class TargetItem:
+    """`key = expr` inside a target block."""
+
+    key: str
+    expr: Expr
+    span: Span
+
+
+@attrs.frozen
+class Target:
+    """`target a2a3 { task_window = 8192 ... }`: runtime limits overriding the defaults."""
+
+    name: str
+    items: tuple[TargetItem, ...]
+    span: Span
+
+
+@attrs.frozen
+class Cost:
+    """`cost NAME = expr`: per-block cost (µs) of a kernel, or the default of a core shape."""
+
+    name: str
+    expr: Expr
+    span: Span
+
+
 Stmt = Union[TensorDecl, ViewDecl, Let, Assert, ScopeStmt, ForStmt, PhaseStmt, TaskIds, Task]
-Item = Union[Include, Const, Assert, TensorDecl, ScalarDecl, ViewDecl, KernelDecl, Entry]
+Item = Union[Include, Const, Assert, TensorDecl, ScalarDecl, ViewDecl, KernelDecl, Entry, Target, Cost]
 
 
 @attrs.frozen

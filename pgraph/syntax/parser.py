@@ -119,9 +119,22 @@ class _ToAst(Transformer[Any, Any]):
     def for_stmt(self, meta: Any, c: list[Any]) -> ast.ForStmt:
         var = c[0]
         lo, hi = c[1]
-        carries = c[2] if len(c) == 4 else ()
+        scoped = not any(isinstance(x, Token) and x.type == "UNSCOPED" for x in c)
+        carries = next((x for x in c[2:] if isinstance(x, tuple)), ())
         axis = ast.Axis(str(var), lo, hi, self._tok(var))
-        return ast.ForStmt(axis, tuple(carries), c[-1], self._span(meta))
+        return ast.ForStmt(axis, tuple(carries), c[-1], self._span(meta), scoped)
+
+    @v_args(meta=True)
+    def target_decl(self, meta: Any, c: list[Any]) -> ast.Target:
+        return ast.Target(str(c[0]), tuple(c[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def target_item(self, meta: Any, c: list[Any]) -> ast.TargetItem:
+        return ast.TargetItem(str(c[0]), c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def cost_decl(self, meta: Any, c: list[Any]) -> ast.Cost:
+        return ast.Cost(str(c[0]), c[1], self._span(meta))
 
     def carry(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)

@@ -1,0 +1,210 @@
+"""Early-dispatch eligibility by the runtime's rule (PG105, PG106) and the dummy-effect rule (PG104).
+
+simpler (`wire_fanin_task`, `propagate_dispatch_fanin`): a consumer with at least one
+producer becomes an early-dispatch candidate iff every direct WAIT producer (explicit,
+carried, inferred) is flagged `allow_early_resolve` (alloc tasks always are; pypto never
+flags dummies), and its shape is AIC, AIV or MIX. One unflagged producer disqualifies it
+for good. At run time each flagged producer must also be fully published
+(published_block_count == logical_block_num) before it counts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from pgraph.diagnostics import Note, Severity
+from pgraph.ir.expand import Instance
+from pgraph.plan.base import Pass, Plan
+
+WAIT = {"explicit", "carried", "inferred", "creator"}
+
+OPEN_POINT = ("the reference doc's wording 'flagged or already complete' is not what the runtime code does: a "
+              "completed but unflagged producer still disqualifies the consumer (wire_fanin_task seeds "
+              "dispatch_fanin only if every WAIT producer is flagged); reported by the code, unverified on device")
+
+
+def producers(plan: Plan, node: int) -> list[int]:
+    """Direct WAIT producers of `node` that are real tasks (alloc tasks excluded)."""
+    g = plan.graph
+    out = []
+    for u in g.graph.predecessors(node):
+        if g.instances[u].kind == "alloc":
+            continue
+        if g.graph.edges[u, node]["prov"] & WAIT:
+            out.append(u)
+    return sorted(out)
+
+
+def flagged(plan: Plan, inst: Instance) -> bool:
+    """True when `inst` carries allow_early_resolve (alloc tasks always; dummies never)."""
+    if inst.kind == "alloc":
+        return True
+    if inst.kind == "dummy":
+        return False
+    return plan.program.dispatch(inst.dispatch).early
+
+
+def classify(plan: Plan, node: int, ignore: int | None = None) -> tuple[str, list[int]]:
+    """('dummy'|'ready'|'candidate'|'ineligible', blocking producers) for one instance."""
+    inst = plan.graph.instances[node]
+    if inst.kind == "dummy":
+        return "dummy", []
+    prods = [u for u in producers(plan, node) if u != ignore]
+    if not prods:
+        return "ready", []
+    blocking = [u for u in prods if not flagged(plan, plan.graph.instances[u])]
+    return ("ineligible", blocking) if blocking else ("candidate", [])
+
+
+def _scope_of_report(plan: Plan, inst: Instance) -> bool:
+    """Instances the table shows: the representative layer, plus everything outside loops."""
+    return plan.in_layer(inst) or not plan.program.dispatch(inst.dispatch).loops
+
+
+class EarlyDispatchPass(Pass):
+    """Records the early-dispatch table; PG105 for consumers blocked by one producer, PG106 for idle flags."""
+
+    name = "early-dispatch"
+
+    def run(self, plan: Plan) -> None:
+        g = plan.graph
+        status: dict[int, tuple[str, list[int]]] = {}
+        for inst in g.instances:
+            if inst.kind != "alloc":
+                status[inst.id] = classify(plan, inst.id)
+        plan.facts["_early_status"] = status
+        table: dict[str, dict[str, Any]] = {}
+        for inst in g.instances:
+            if inst.kind == "alloc" or not _scope_of_report(plan, inst):
+                continue
+            state, blocking = status[inst.id]
+            row = table.setdefault(inst.dispatch, {"dispatch": inst.dispatch, "states": defaultdict(int),
+                                                   "blocked_by": set(), "early": flagged(plan, inst),
+                                                   "order": plan.program.dispatch(inst.dispatch).order})
+            row["states"][state] += 1
+            for u in blocking:
+                row["blocked_by"].add(g.instances[u].dispatch)
+        rows = []
+        for row in sorted(table.values(), key=lambda r: r["order"]):
+            states = dict(sorted(row["states"].items()))
+            state = next(iter(states)) if len(states) == 1 else "mixed"
+            rows.append({"dispatch": row["dispatch"], "early_flag": row["early"], "state": state,
+                         "instances": states, "blocked_by": sorted(row["blocked_by"])})
+        plan.facts["early_dispatch"] = rows
+        plan.facts["early_dispatch_open_point"] = OPEN_POINT
+        self.blocked_notes(plan, status)
+        self.idle_flags(plan, status)
+
+    def blocked_notes(self, plan: Plan, status: dict[int, tuple[str, list[int]]]) -> None:
+        """PG105 per producer declaration (a tile set: all waves of `out_proj` are one producer)."""
+        g = plan.graph
+        p = plan.program
+        by_producer: dict[str, set[str]] = defaultdict(set)
+        for node, (state, blocking) in status.items():
+            inst = g.instances[node]
+            if state != "ineligible" or not _scope_of_report(plan, inst):
+                continue
+            names = {p.dispatch(g.instances[u].dispatch).tileset for u in blocking}
+            if len(names) == 1 and not self.evict_dummy(plan, next(iter(names))):
+                by_producer[names.pop()].add(inst.dispatch)
+        for prod in sorted(by_producer, key=lambda n: p.tilesets[n].span.line):
+            ts = p.tilesets[prod]
+            consumers = sorted(by_producer[prod], key=lambda n: p.dispatch(n).order)
+            dummy = ts.kind == "dummy"
+            why = f"dummy '{prod}' is never flagged" if dummy else f"'{prod}' is not flagged `early`"
+            plan.bag.add("PG105", f"{why}: {', '.join(consumers)} cannot be dispatched early", ts.span,
+                         hint=(f"flag '{prod}' `early` if its consumers should take the early window"
+                               if not dummy else "intended when this dummy evicts them from the early window"))
+
+    @staticmethod
+    def evict_dummy(plan: Plan, tileset: str) -> bool:
+        """An empty-deps dummy: PG104 already reports what it does to early dispatch."""
+        ts = plan.program.tilesets[tileset]
+        return ts.kind == "dummy" and not plan.program.dispatch(ts.dispatches[0]).deps
+
+    def idle_flags(self, plan: Plan, status: dict[int, tuple[str, list[int]]]) -> None:
+        g = plan.graph
+        p = plan.program
+        consumers: dict[str, set[str]] = defaultdict(set)
+        useful: set[str] = set()
+        for u, v in g.graph.edges():
+            iu, iv = g.instances[u], g.instances[v]
+            if iu.kind in ("alloc", "dummy") or not (g.graph.edges[u, v]["prov"] & WAIT):
+                continue
+            consumers[iu.dispatch].add(iv.dispatch)
+            if status.get(v, ("", []))[0] == "candidate":
+                useful.add(iu.dispatch)
+        for d in p.dispatches:
+            if not d.early or d.kind == "dummy" or d.name in useful:
+                continue
+            cons = sorted(consumers.get(d.name, set()), key=lambda n: p.dispatch(n).order)
+            text = f"its consumers ({', '.join(cons)}) are ineligible anyway" if cons else "nothing waits on it"
+            plan.bag.add("PG106", f"the `early` flag on '{d.name}' has no effect: {text}", d.span,
+                         hint="flag-free producers do no harm; find the unflagged producer that blocks the consumers "
+                              "(see PG105) if early dispatch was the intent")
+
+
+class DummyEffectPass(Pass):
+    """PG104, one rule with a severity table:
+
+    - error: a dummy carries `early` (pypto's task_dummy accepts only deps=);
+    - note: an empty-deps dummy whose only effect is to make consumers ineligible (evict idiom);
+    - warning: an empty-deps dummy whose consumers would be ineligible anyway, or that nothing waits on;
+    - warning: a dummy whose deps all resolve to nothing (the generated code drops it).
+    """
+
+    name = "dummy-effect"
+
+    def run(self, plan: Plan) -> None:
+        p = plan.program
+        g = plan.graph
+        by_dispatch: dict[str, list[Instance]] = defaultdict(list)
+        for inst in g.instances:
+            if inst.kind == "dummy" and (_scope_of_report(plan, inst)):
+                by_dispatch[inst.dispatch].append(inst)
+        for name in sorted(by_dispatch, key=lambda n: p.dispatch(n).order):
+            d = p.dispatch(name)
+            insts = by_dispatch[name]
+            if d.early:
+                plan.bag.add("PG104", f"dummy '{name}' carries `early`: a dummy cannot be flagged", d.span,
+                             severity=Severity.ERROR,
+                             hint="pypto's task_dummy takes only deps= and never sets allow_early_resolve; drop `early`")
+                continue
+            if d.deps:
+                if any(not list(g.graph.predecessors(i.id)) for i in insts):
+                    plan.bag.add("PG104", f"every dep of dummy '{name}' can be invalid at run time, so the generated "
+                                 "code drops it and it orders nothing", d.span, severity=Severity.WARNING,
+                                 hint="a dep-carrying dummy is submitted only if some dep is valid (`if (count > 0)`)")
+                continue
+            self.empty_deps(plan, name, insts)
+
+    def empty_deps(self, plan: Plan, name: str, insts: list[Instance]) -> None:
+        p, g = plan.program, plan.graph
+        d = p.dispatch(name)
+        evicted: set[str] = set()
+        consumers: set[str] = set()
+        for inst in insts:
+            for v in g.graph.successors(inst.id):
+                consumers.add(g.instances[v].dispatch)
+                state, _ = classify(plan, v, ignore=inst.id)
+                if state == "candidate":
+                    evicted.add(g.instances[v].dispatch)
+        order = lambda n: p.dispatch(n).order  # noqa: E731
+        if not consumers:
+            plan.bag.add("PG104", f"dummy '{name}' has no deps and nothing waits on it: it only costs a dispatch hop",
+                         d.span, severity=Severity.WARNING,
+                         hint="an empty-deps dummy is submitted as a real, immediately ready task (pypto #1987); "
+                              "drop it unless it is a placeholder value of a TaskId slot")
+            return
+        if evicted:
+            plan.bag.add("PG104", f"dummy '{name}' fences nothing (no deps, ready on submit); its effect is the "
+                         f"evict idiom: it makes {', '.join(sorted(evicted, key=order))} ineligible for early dispatch",
+                         d.span, [Note("older compilers dropped an empty-deps dummy altogether (pypto #1594 -> #1987)")],
+                         severity=Severity.NOTE,
+                         hint="intended when those tasks must leave the early window to a critical sibling")
+            return
+        plan.bag.add("PG104", f"dummy '{name}' fences nothing and its consumers "
+                     f"({', '.join(sorted(consumers, key=order))}) are ineligible for early dispatch anyway: it does "
+                     "nothing", d.span, severity=Severity.WARNING,
+                     hint="drop it, or give it the deps it was meant to fence")

@@ -1,0 +1,215 @@
+"""Data hazards: races (PG100), manual-scope boundaries (PG101), SPMD block overlap (PG102)
+and false serialization of disjoint writers in auto scopes (PG103).
+
+A race is two task instances whose per-block regions of one buffer overlap, at least one
+writing, with no path between them in the instance graph. Paths include inferred edges,
+which exist only between auto-scope tasks (simpler `compute_task_fanin`: RAW and InOut
+WAW, never WAR), so an unordered write-after-read in an auto scope is a race too.
+Atomic-add writers of one accumulator need no order among themselves.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from typing import Any
+
+import attrs
+
+from pgraph.diagnostics import Note
+from pgraph.ir.expand import Box, BufferKey, _overlap
+from pgraph.ir.program import Dispatch, Program
+from pgraph.plan.base import Pass, Plan
+from pgraph.plan.reach import ancestors, ordered
+from pgraph.source import Span
+
+KIND_WORD = {"read": "reads", "write": "writes", "atomic": "atomically adds to"}
+
+
+@attrs.frozen
+class Race:
+    """An unordered conflicting pair: earlier/later in submission order, with what each does."""
+
+    first: int
+    second: int
+    tensor: str
+    first_kind: str
+    second_kind: str
+    box: Box
+    boundary: bool
+
+
+def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[tuple[str, Box, str]]]]:
+    """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
+    out: dict[BufferKey, dict[int, list[tuple[str, Box, str]]]] = defaultdict(lambda: defaultdict(list))
+    for node, blocks in plan.graph.blocks.items():
+        seen: set[tuple[str, Box, str]] = set()
+        for block in blocks:
+            for kind, items in block.items():
+                for tname, key, box, _indirect in items:
+                    entry = (kind, box, tname)
+                    if entry not in seen:
+                        seen.add(entry)
+                        out[key][node].append(entry)
+    return out
+
+
+def _conflict(a: list[tuple[str, Box, str]], b: list[tuple[str, Box, str]], p: Program) -> tuple[str, str, Box, str] | None:
+    for ka, boxa, ta in a:
+        for kb, boxb, tb in b:
+            if ka == "read" and kb == "read":
+                continue
+            if ka == "atomic" and kb == "atomic":
+                continue
+            if _overlap(boxa, ta, boxb, tb, p):
+                return ka, kb, boxa, ta
+    return None
+
+
+def find_races(plan: Plan) -> list[Race]:
+    """Every unordered conflicting instance pair (the whole analysis, no reporting)."""
+    anc = ancestors(plan)
+    p = plan.program
+    manual = {s.id for s in p.scopes if s.mode == "manual"}
+    races = []
+    for _key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
+        nodes = sorted(per_node)
+        for a, b in itertools.combinations(nodes, 2):
+            hit = _conflict(per_node[a], per_node[b], p)
+            if hit is None or ordered(anc, a, b):
+                continue
+            ia, ib = plan.graph.instances[a], plan.graph.instances[b]
+            boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
+            races.append(Race(a, b, hit[3], hit[0], hit[1], hit[2], boundary))
+    return races
+
+
+def _access_span(d: Dispatch, tensor: str, p: Program) -> Span:
+    root = p.tensors[tensor].base or tensor if tensor in p.tensors else tensor
+    for acc in d.accesses:
+        name = acc.region.tensor
+        if name == tensor or (name in p.tensors and (p.tensors[name].base or name) == root):
+            return acc.span
+    return d.span
+
+
+def _box_text(box: Box) -> str:
+    return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]"
+
+
+class RacePass(Pass):
+    """PG100/PG101: report unordered conflicting pairs, one diagnostic per dispatch pair and tensor."""
+
+    name = "races"
+
+    def run(self, plan: Plan) -> None:
+        races = find_races(plan)
+        plan.facts["races"] = len(races)
+        groups: dict[tuple[str, str, str], list[Race]] = defaultdict(list)
+        for r in races:
+            da = plan.graph.instances[r.first].dispatch
+            db = plan.graph.instances[r.second].dispatch
+            groups[(da, db, r.tensor)].append(r)
+        p = plan.program
+        for (da, db, tensor), rs in sorted(groups.items()):
+            r = rs[0]
+            ia, ib = plan.graph.instances[r.first], plan.graph.instances[r.second]
+            dpa, dpb = p.dispatch(da), p.dispatch(db)
+            more = f" ({len(rs)} instance pairs)" if len(rs) > 1 else ""
+            what = (f"'{ib.label}' {KIND_WORD[r.second_kind]} {tensor}{_box_text(r.box)} and '{ia.label}' "
+                    f"{KIND_WORD[r.first_kind]} it, with no path between them{more}")
+            notes = [Note(f"'{ia.label}' {KIND_WORD[r.first_kind]} {tensor} here", _access_span(dpa, tensor, p))]
+            fix = f"add `{ia.dispatch.split('.')[0]}` to the deps of '{ib.dispatch}'"
+            if r.boundary:
+                plan.bag.add(
+                    "PG101", f"across a manual-scope boundary: {what}", _access_span(dpb, tensor, p), notes,
+                    hint=f"the runtime infers no edge into or out of a manual scope (simpler: MANUAL skips creator, "
+                         f"lookup and registration); {fix}")
+                continue
+            if p.scopes[ib.scope].mode == "manual":
+                why = "in a manual scope only explicit and carried edges order tasks"
+            elif r.first_kind == "read":
+                why = ("the runtime infers read-after-write and InOut write-after-write, never write-after-read; "
+                       "order the writer after the reader with a dep (do not promote the reader to InOut)")
+            else:
+                why = "no inferred or explicit edge orders them"
+            plan.bag.add("PG100", f"race: {what}", _access_span(dpb, tensor, p), notes, hint=f"{why}; {fix}")
+
+
+class SpmdOverlapPass(Pass):
+    """PG102: blocks of one SPMD grid must not write overlapping regions.
+
+    Atomic adds are exempt, and so are sync_start grids: their blocks launch together and
+    synchronise internally (the attention extern's SyncAll), so they act as one unit.
+    """
+
+    name = "spmd-block-overlap"
+
+    def run(self, plan: Plan) -> None:
+        p = plan.program
+        done: set[str] = set()
+        for inst in plan.graph.instances:
+            if inst.kind != "spmd" or inst.dispatch in done or inst.blocks < 2:
+                continue
+            done.add(inst.dispatch)
+            blocks = plan.graph.blocks.get(inst.id, [])
+            d = p.dispatch(inst.dispatch)
+            if d.sync_start:
+                continue  # a sync_start cohort runs as one unit with an internal barrier
+            clash = self.first_clash(blocks, p)
+            if clash is None:
+                continue
+            i, j, tensor, box = clash
+            names = [a.var for a in d.block_axes]
+            plan.bag.add(
+                "PG102",
+                f"blocks {i} and {j} of SPMD grid '{d.name}' ({', '.join(names)}) both write {tensor}{_box_text(box)}",
+                _access_span(d, tensor, p),
+                hint="SPMD blocks are never ordered among themselves; write disjoint slices, accumulate with "
+                     "atomic_add into a seeded accumulator, or make the blocks separate tasks with deps",
+            )
+
+    @staticmethod
+    def first_clash(blocks: list[dict[str, Any]], p: Program) -> tuple[int, int, str, Box] | None:
+        writes = [[(t, k, box) for t, k, box, _ in b.get("write", [])] for b in blocks]
+        for i, j in itertools.combinations(range(len(writes)), 2):
+            for ta, ka, ba in writes[i]:
+                for tb, kb, bb in writes[j]:
+                    if ka == kb and _overlap(ba, ta, bb, tb, p):
+                        return i, j, ta, ba
+        return None
+
+
+class FalseSerializationPass(Pass):
+    """PG103: disjoint-slice writers in an auto scope that the runtime cannot prove disjoint.
+
+    pypto passes whole tensors (no per-task window) to a task with several outputs (R4:
+    window externalization needs "no two outputs on one parent"), and simpler's overlap
+    test falls back to OTHER for differing dtype/ndims/strides or non row-major views, so
+    such writers get WAW edges and run one after another (dcr_xgamma, #546). A manual
+    scope infers nothing, so the rule is silent there.
+    """
+
+    name = "false-serialization"
+
+    def run(self, plan: Plan) -> None:
+        p = plan.program
+        for d in p.dispatches:
+            if d.kind != "parallel" or d.task_count < 2 or p.scopes[d.scope].mode == "manual":
+                continue
+            outputs = [a for a in d.args if a.region is not None and a.param.direction != "in"]
+            roots = {p.tensors[a.region.tensor].base or a.region.tensor  # type: ignore[union-attr]
+                     for a in outputs if a.region and a.region.tensor in p.tensors}
+            if len(outputs) < 2 or not roots:
+                continue
+            plan.bag.add(
+                "PG103",
+                f"the {d.task_count} tasks of '{d.name}' write disjoint slices of {', '.join(sorted(roots))}, but a "
+                f"task with {len(outputs)} outputs gets whole-tensor arguments: the runtime orders them one after "
+                "another",
+                d.span,
+                [Note("pypto windows per-task slices only for a single output (R4); simpler's overlap test then sees "
+                      "the whole tensor")],
+                hint=f"make '{d.name}' one SPMD grid (`spmd {d.name}[...]`): its blocks run in parallel "
+                     "(dcr_xgamma: 5 serial at-tasks ~35 us -> spmd(5) ~4 us, #546)",
+            )
