@@ -107,8 +107,8 @@ class FunnelPass(Pass):
                 if not common:
                     break
             for x in sorted(common or ()):
-                if anc[u] >> x & 1:
-                    continue
+                if x < u or anc[u] >> x & 1:
+                    continue  # only route forward: x is submitted after u and does not precede it
                 key = (g.instances[u].dispatch, g.instances[x].dispatch)
                 if key in seen:
                     break
@@ -139,7 +139,7 @@ class DeadTaskPass(Pass):
                             readers[key].add(node)
                         if kind in ("write", "atomic"):
                             writes[node].add(key)
-        dead: dict[str, str] = {}
+        dead: dict[str, set[str]] = {}
         for node, keys in writes.items():
             inst = g.instances[node]
             if any(it != p.loops[lid].axis.lo for lid, it in zip(p.dispatch(inst.dispatch).loops, inst.iters)):
@@ -150,9 +150,9 @@ class DeadTaskPass(Pass):
                     live = True
                     break
             if not live:
-                dead.setdefault(inst.dispatch, inst.label)
+                dead.setdefault(inst.dispatch, set()).update(k[0] for k in keys)
         for name in sorted(dead, key=lambda n: p.dispatch(n).order):
-            plan.bag.add("PG117", f"'{name}' writes only buffers nothing reads afterwards (e.g. {dead[name]})",
+            plan.bag.add("PG117", f"'{name}' writes only {', '.join(sorted(dead[name]))}, which nothing reads afterwards",
                          p.dispatch(name).span, hint="drop the task, or read its output")
 
 

@@ -66,21 +66,40 @@ def _conflict(a: list[tuple[str, Box, str]], b: list[tuple[str, Box, str]], p: P
     return None
 
 
-def find_races(plan: Plan) -> list[Race]:
-    """Every unordered conflicting instance pair (the whole analysis, no reporting)."""
-    anc = ancestors(plan)
+def conflicts(plan: Plan) -> list[tuple[int, int, str, str, str, Box]]:
+    """Every conflicting instance pair (a < b): overlapping regions of one buffer, one writing.
+
+    Independent of the edges, so it is computed once per plan and cached.
+    """
+    cached = plan.facts.get("_conflicts")
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
     p = plan.program
-    manual = {s.id for s in p.scopes if s.mode == "manual"}
-    races = []
+    out = []
     for _key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
         nodes = sorted(per_node)
         for a, b in itertools.combinations(nodes, 2):
             hit = _conflict(per_node[a], per_node[b], p)
-            if hit is None or ordered(anc, a, b):
-                continue
-            ia, ib = plan.graph.instances[a], plan.graph.instances[b]
-            boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
-            races.append(Race(a, b, hit[3], hit[0], hit[1], hit[2], boundary))
+            if hit is not None:
+                out.append((a, b, hit[3], hit[0], hit[1], hit[2]))
+    plan.facts["_conflicts"] = out
+    return out
+
+
+def find_races(plan: Plan) -> list[Race]:
+    """Every unordered conflicting instance pair (the whole analysis, no reporting).
+
+    Re-run after editing `plan.graph.graph`: drop `plan.facts['_ancestors']` first.
+    """
+    anc = ancestors(plan)
+    manual = {s.id for s in plan.program.scopes if s.mode == "manual"}
+    races = []
+    for a, b, tensor, ka, kb, box in conflicts(plan):
+        if ordered(anc, a, b):
+            continue
+        ia, ib = plan.graph.instances[a], plan.graph.instances[b]
+        boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
+        races.append(Race(a, b, tensor, ka, kb, box, boundary))
     return races
 
 
@@ -141,6 +160,7 @@ class SpmdOverlapPass(Pass):
 
     Atomic adds are exempt, and so are sync_start grids: their blocks launch together and
     synchronise internally (the attention extern's SyncAll), so they act as one unit.
+    Indirect writes are exempt too: their box only bounds a scatter (#762 rope_qkv's KV append).
     """
 
     name = "spmd-block-overlap"
@@ -171,7 +191,9 @@ class SpmdOverlapPass(Pass):
 
     @staticmethod
     def first_clash(blocks: list[dict[str, Any]], p: Program) -> tuple[int, int, str, Box] | None:
-        writes = [[(t, k, box) for t, k, box, _ in b.get("write", [])] for b in blocks]
+        # an indirect write is a bounding box (a scatter through an index tensor): it proves
+        # no overlap between blocks, whose disjointness rests on the index (slot_mapping)
+        writes = [[(t, k, box) for t, k, box, indirect in b.get("write", []) if not indirect] for b in blocks]
         for i, j in itertools.combinations(range(len(writes)), 2):
             for ta, ka, ba in writes[i]:
                 for tb, kb, bb in writes[j]:
