@@ -68,6 +68,8 @@ RULES: dict[str, Rule] = _rules(
     ("PG028", "missing-kernel-call", E, "a compute task has no `call`"),
     ("PG029", "carry-mismatch", E, "a loop carry mixes a task and a tensor, or tensors of different types"),
     ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),
+    ("PG031", "expansion-too-large", E, "the instance graph is too large to enumerate (a runaway index range)"),
+    ("PG032", "dep-on-later-task", E, "a dep names a task that is submitted later in program order"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),

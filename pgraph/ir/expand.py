@@ -27,6 +27,11 @@ from pgraph.ir import program as ir
 from pgraph.ir.expr import Compiled, EvalError, compile_expr
 
 Box = tuple[tuple[int, int], ...]
+#: Most work one expansion may take: region evaluations (expanded tasks x blocks x (1 + args +
+#: access items)) plus the dep tiles each task scans. The HEAD decode spec needs 28,488 (window)
+#: and 379,174 (full=True, 40 layers); a bound mutated to 10**6 would otherwise run for minutes
+#: and take gigabytes (about 10 us and 10 KB per unit), so PG031 stops it first.
+MAX_EXPANSION_WORK = 1_000_000
 BufferKey = tuple[str, tuple[int, ...]]
 
 
@@ -110,6 +115,7 @@ class Expander:
             if t.storage == "alloc" and t.scope is not None:
                 self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
         self.reported: set[tuple[str, int, int]] = set()
+        self.forward: list[tuple[int, int, object]] = []
 
     def _scope_loops(self) -> dict[int, tuple[int, ...]]:
         body_of = {lp.body_scope: lp.id for lp in self.p.loops if lp.body_scope is not None}
@@ -131,8 +137,43 @@ class Expander:
         its = self.iterations(lid)
         return its[-1][0] if its else None
 
+    def iteration_count(self, lid: int) -> int:
+        """How many iterations of loop `lid` get expanded (a window: 2, plus the last one's bounds check)."""
+        lp = self.loops[lid]
+        if self.full or not lp.identical or lp.axis.size <= 2:
+            return lp.axis.size
+        return 3
+
+    def dispatch_work(self, d: ir.Dispatch) -> int:
+        """Upper estimate of the region evaluations and dep-tile scans that expanding `d` takes."""
+        tasks = math.prod(self.iteration_count(lid) for lid in d.loops) * d.task_count
+        items = sum(math.prod(max(it.hi - it.lo, 0) for it in acc.items) for acc in d.accesses)
+        tiles = 0
+        for dep in d.deps:
+            carry = self.p.carries.get(dep.target) if dep.kind == "carry" else None
+            names = (carry.init, carry.next) if carry else (dep.target,)
+            tiles += max((math.prod(a.size for a in self.p.tilesets[n].axes) for n in names if n in self.p.tilesets),
+                         default=1)
+        return tasks * (max(d.block_count, 1) * (1 + len(d.args) + items) + tiles)
+
+    def too_large(self) -> bool:
+        """PG031 when the expansion would exceed MAX_EXPANSION_WORK (checked before expanding anything)."""
+        work = {d.name: self.dispatch_work(d) for d in self.p.dispatches}
+        total = sum(work.values())
+        if total <= MAX_EXPANSION_WORK:
+            return False
+        worst = max(self.p.dispatches, key=lambda d: work[d.name])
+        self.bag.add("PG031", f"expanding this program takes about {total:,} region evaluations, more than the "
+                     f"{MAX_EXPANSION_WORK:,} pgraph enumerates; '{worst.name}' alone takes {work[worst.name]:,} "
+                     f"({worst.task_count:,} task(s) x {max(worst.block_count, 1):,} block(s) per iteration)",
+                     worst.span, hint="check the index ranges and loop bounds and the constants they use; "
+                     "the Qwen3-14B decode program needs about 380,000 even fully expanded")
+        return True
+
     # ---- driver ----
     def run(self) -> InstanceGraph:
+        if self.too_large():
+            return self.g
         self.g.loop_weights = {lp.id: dict(self.iterations(lp.id)) for lp in self.p.loops}
         self.expand_seq(list(self.p.dispatches), 0, (), 1)
         self.resolve_deps()
@@ -187,6 +228,8 @@ class Expander:
             self.alloc_of[key] = node
 
     def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int) -> None:
+        if d.kind == "spmd" and d.block_count == 0:
+            return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
         self.open_allocs(d, iters_by_loop, weight)
         env0 = self.env_for(d, iters)
@@ -471,6 +514,8 @@ class Expander:
             if node is None or (per_task and node in seen):
                 continue
             seen.add(node)
+            if node > inst.id:
+                self.forward.append((node, inst.id, dep.span))
             self.g.add_edge(node, inst.id, prov, dep.span)
 
     # ---- TensorMap inference in auto scopes ----
@@ -512,6 +557,9 @@ class Expander:
 
     # ---- cycles ----
     def check_cycles(self) -> None:
+        if nx.is_directed_acyclic_graph(self.g.graph):  # linear; find_cycle is slow on big DAGs
+            self.check_forward()
+            return
         try:
             cycle = nx.find_cycle(self.g.graph)
         except nx.NetworkXNoCycle:
@@ -524,6 +572,25 @@ class Expander:
             notes.append(Note(f"{self.g.instances[v].label} waits on {self.g.instances[u].label}", span))  # type: ignore[arg-type]
         self.bag.add("PG013", "dependency cycle: " + " -> ".join([*names, names[0]]), first.get("span"), notes,
                      hint="remove one of the deps in the cycle; a task cannot wait on its own consumers")
+
+
+    def check_forward(self) -> None:
+        """PG032: a dep on a task submitted later in program order (its TaskId does not exist yet)."""
+        done: set[tuple[str, str]] = set()
+        for producer, consumer, span in self.forward:
+            ip, ic = self.g.instances[producer], self.g.instances[consumer]
+            key = (ip.dispatch, ic.dispatch)
+            if key in done:
+                continue
+            done.add(key)
+            self.bag.add(
+                "PG032",
+                f"'{ic.label}' depends on '{ip.label}', which is submitted after it",
+                span,  # type: ignore[arg-type]
+                [Note(f"'{ip.dispatch}' is declared here", self.p.dispatch(ip.dispatch).span)],
+                hint="tasks are submitted in program order and a TaskId exists only once its task is submitted "
+                     "(a dep on a later task is dropped as invalid); move the producer before the consumer",
+            )
 
 
 def _overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:

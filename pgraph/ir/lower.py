@@ -20,6 +20,7 @@ from pgraph.syntax import ast
 from pgraph.target import A2A3_DEFAULTS, DEFAULT_COSTS
 
 ACCESS_KIND = {"reads": "read", "writes": "write", "atomic_add": "atomic"}
+ACCESS_VERB = {"read": "reads", "write": "writes", "atomic": "accumulates into (atomic_add)"}
 #: Which explicit access kinds each parameter direction admits.
 DIRECTION_ACCESSES = {
     "in": {"read"},
@@ -73,6 +74,8 @@ class Lowerer:
         self.carry_types: dict[str, ir.Tensor] = {}
         self.taskids: dict[int, list[tuple[str, Span]]] = {}
         self.entry: ast.Entry | None = None
+        #: Names whose declaration already failed with an error: later uses stay silent.
+        self.failed: set[str] = set()
         self.loop_stack: tuple[int, ...] = ()
         self.target: dict[str, int] = dict(A2A3_DEFAULTS)
         self.costs: dict[str, int] = dict(DEFAULT_COSTS)
@@ -304,8 +307,10 @@ class Lowerer:
             return
         shape = self.shape(item.shape, _Env({}), item.span)
         if shape is None:
+            self.failed.add(item.name)
             return
         if scope is None and not item.external:
+            self.failed.add(item.name)
             self.err("PG019", f"top-level tensor '{item.name}' must be `external` (an orchestration argument)",
                      item.span, hint="add `external`, or declare it inside a scope to allocate it there")
             return
@@ -326,12 +331,16 @@ class Lowerer:
             return
         base = self.tensors.get(item.base)
         if base is None:
-            self.err("PG002", f"view '{item.name}' names unknown tensor '{item.base}'", item.span)
+            self.failed.add(item.name)
+            if item.base not in self.failed:
+                self.err("PG002", f"view '{item.name}' names unknown tensor '{item.base}'", item.span)
             return
         shape = self.shape(item.shape, env, item.span)
         if shape is None:
+            self.failed.add(item.name)
             return
         if math.prod(shape) != base.numel:
+            self.failed.add(item.name)
             self.err("PG024", f"view '{item.name}' has {math.prod(shape)} elements but '{base.name}' has {base.numel}",
                      item.span, [Note(f"'{base.name}' declared here", base.span)],
                      hint="a view is a row-major reshape: the element counts must match")
@@ -530,6 +539,8 @@ class Lowerer:
 
     def unknown_dep(self, consumer: str, dep: ir.DepRef) -> None:
         """A dep naming no task: PG019 when the name is a kernel or scalar, PG002 otherwise."""
+        if dep.target in self.failed:
+            return
         if dep.target in self.kernels or dep.target in self.scalars:
             what = "a kernel" if dep.target in self.kernels else "a scalar"
             self.err("PG019", f"deps name tasks, but '{dep.target}' is {what}", dep.span,
@@ -539,18 +550,25 @@ class Lowerer:
                  hint="deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
 
     def mark_identical_loops(self) -> None:
-        """A loop's iterations are identical when no index space or dep depends on its variable."""
+        """A loop's iterations are identical (window expansion is exact) when neither its deps nor
+        the regions of auto-scope tasks on written buffers depend on the loop variable: only those
+        decide edges (explicit edges, and the TensorMap's inferred ones); index spaces are constant.
+        """
+        written = {self.root_of(a.region.tensor) for d in self.dispatches for a in d.accesses
+                   if a.kind != "read" and self.scopes[d.scope].mode == "auto"}
         for loop in self.loops:
             var = loop.axis.var
             same = True
             for d in self.dispatches:
                 if loop.id not in d.loops:
                     continue
-                for dep in d.deps:
-                    for sel in dep.sels or ():
-                        for e in (sel.a, sel.b):
-                            if e is not None and var in free_vars(e):
-                                same = False
+                exprs = [e for dep in d.deps for sel in dep.sels or () for e in (sel.a, sel.b)]
+                if self.scopes[d.scope].mode == "auto":
+                    exprs += [e for a in d.accesses if self.root_of(a.region.tensor) in written
+                              for dim in a.region.dims or () for e in (dim.a, dim.b)]
+                if any(e is not None and var in free_vars(e) for e in exprs):
+                    same = False
+                    break
             self.loops[loop.id] = attrs.evolve(loop, identical=same)
 
     # ---- tasks ----
@@ -578,6 +596,7 @@ class Lowerer:
             first = self.tilesets.get(t.name) or self.carries.get(t.name)
             self.dup(t.name, t.name_span, first.span if first else t.span, "task")
             return
+        self.failed.add(t.name)  # until its tile set is registered below
         axes = self.axes(t.axes, env)
         if axes is None:
             return
@@ -601,6 +620,7 @@ class Lowerer:
                      hint="add `wave NAME ... : parallel|spmd ...` lines that cover every tile once")
             return
         self.tilesets[t.name] = ir.TileSet(t.name, tuple(axes), (), scope, t.kind, t.name_span)
+        self.failed.discard(t.name)
         local = env.child()
         local.variables.update(a.var for a in axes)
         body = self.lower_body(t, local, scope) if t.kind != "dummy" else ([], None, [])
@@ -812,6 +832,8 @@ class Lowerer:
 
     def region(self, r: ast.Region, env: _Env) -> ir.RegionRef | None:
         t = self.tensor_type(r.tensor)
+        if t is None and r.tensor in self.failed:
+            return None
         if t is None:
             what = "a task" if r.tensor in self.tilesets else "not declared"
             self.err("PG019" if r.tensor in self.tilesets else "PG002",
@@ -855,6 +877,8 @@ class Lowerer:
     def bind_arg(self, arg: ast.Expr | ast.Region, param: ir.Param, kernel: ir.Kernel, env: _Env) -> ir.Arg | None:
         span = arg.span
         note = [Note(f"parameter '{param.name}' declared here", param.span)]
+        if isinstance(arg, ast.Name) and arg.id in self.failed:
+            return None
         is_tensor_name = isinstance(arg, ast.Name) and self.tensor_type(arg.id) is not None
         if not param.is_tensor:
             if isinstance(arg, ast.Region) or is_tensor_name:
@@ -927,7 +951,7 @@ class Lowerer:
                 ok = False
             elif acc.kind not in DIRECTION_ACCESSES[arg.param.direction]:
                 self.err("PG010", f"'{acc.region.tensor}' is passed as {arg.param.direction} "
-                         f"('{arg.param.name}') but the task {acc.kind}s it", acc.span,
+                         f"('{arg.param.name}') but the task {ACCESS_VERB[acc.kind]} it", acc.span,
                          [Note(f"parameter '{arg.param.name}' declared here", arg.param.span)],
                          hint="the direction decides the runtime's edges: In reads, Out writes, InOut both, "
                               "atomic_add accumulates")

@@ -48,6 +48,15 @@ class Plan:
         return bool(d.loops) and d.loops[0] == lid and inst.iters[0] == rep
 
 
+def layer_share(plan: Plan, inst: Instance) -> int:
+    """How many real tasks `inst` stands for within one layer (nested window-expanded loops)."""
+    lid = plan.layer_loop
+    if lid is None or not inst.iters:
+        return inst.weight
+    rep = plan.representative_iteration()
+    return inst.weight // plan.graph.loop_weights[lid].get(rep if rep is not None else 0, 1)
+
+
 class Pass:
     """A planner pass: a kebab-case `name` and one `run(plan)` that adds diagnostics and facts."""
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pgraph.ir.expand import Instance
-from pgraph.plan.base import Pass, Plan
+from pgraph.plan.base import Pass, Plan, layer_share
 
 EXPLICIT = {"explicit", "carried"}
 
 
 def count(plan: Plan, member: Callable[[Instance], bool], weighted: bool) -> dict[str, int]:
     """Counts over the instances `member` selects (weights scale window-expanded loops).
+
+    `weighted=False` counts one layer: an instance stands for itself times the weights of
+    loops nested inside the layer loop.
 
     tasks: submitted compute tasks (an SPMD grid is 1; alloc tasks excluded);
     dummy_tasks; blocks (at 1, spmd(n) n, dummy 0, a MIX block counts 1);
@@ -21,11 +24,11 @@ def count(plan: Plan, member: Callable[[Instance], bool], weighted: bool) -> dic
     """
     g = plan.graph
     out = dict(tasks=0, dummy_tasks=0, blocks=0, explicit_edges=0, inferred_edges=0, duplicate_dep_entries=0)
-    chosen = {}
+    chosen: dict[int, int] = {}
     for inst in g.instances:
         if inst.kind == "alloc" or not member(inst):
             continue
-        w = inst.weight if weighted else 1
+        w = inst.weight if weighted else layer_share(plan, inst)
         chosen[inst.id] = w
         if inst.kind == "dummy":
             out["dummy_tasks"] += w
@@ -33,9 +36,9 @@ def count(plan: Plan, member: Callable[[Instance], bool], weighted: bool) -> dic
             out["tasks"] += w
             out["blocks"] += w * inst.blocks
     for _, v, data in g.graph.edges(data=True):
-        w = chosen.get(v)
-        if w is None:
+        if v not in chosen:
             continue
+        w = chosen[v]
         prov = data["prov"]
         if prov & EXPLICIT:
             out["explicit_edges"] += w
@@ -71,7 +74,10 @@ class CountsPass(Pass):
 
             row = {"phase": name, **count(plan, member, weighted=True)}
             if per_layer:
-                layer = count(plan, lambda i, m=member: m(i) and plan.in_layer(i), weighted=False)
-                row["per_layer"] = layer
+
+                def in_phase_layer(inst: Instance, member: Callable[[Instance], bool] = member) -> bool:
+                    return member(inst) and plan.in_layer(inst)
+
+                row["per_layer"] = count(plan, in_phase_layer, weighted=False)
             phases.append(row)
         plan.facts["phases"] = phases

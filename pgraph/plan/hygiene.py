@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pgraph.diagnostics import Note
-from pgraph.plan.base import Pass, Plan
+from pgraph.plan.base import Pass, Plan, layer_share
 
 
 class DuplicateDepsPass(Pass):
@@ -22,7 +22,7 @@ class DuplicateDepsPass(Pass):
             inst = g.instances[v]
             if extra <= 0 or not (plan.in_layer(inst) or plan.layer_loop is None or not inst.iters):
                 continue
-            per_dispatch[inst.dispatch] += extra
+            per_dispatch[inst.dispatch] += extra * layer_share(plan, inst)
             spans.setdefault(inst.dispatch, data.get("span"))
         total = sum(per_dispatch.values())
         for name in sorted(per_dispatch, key=lambda n: plan.program.dispatch(n).order):

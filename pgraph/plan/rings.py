@@ -102,7 +102,7 @@ class RingsPass(Pass):
     def nested_ring3(self, plan: Plan) -> None:
         p = plan.program
         top = p.target["rings"] - 1
-        holds = defaultdict(int)
+        holds: dict[int, int] = defaultdict(int)
         for (sid, _), row in self.per_key.items():
             holds[sid] = max(holds[sid], row["tasks"])
         for s in p.scopes:
