@@ -29,3 +29,17 @@ def plan_ok(path: Path, **kw: object):
     plan, bag = plan_program(path, Options(**kw))  # type: ignore[arg-type]
     assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
     return plan
+
+
+def require_tool(name: str) -> str:
+    """Path of an external tool (`dot`, `g++`). Missing: skip locally, fail under CI=true."""
+    import os
+    import shutil
+
+    path = shutil.which(name)
+    if path is None:
+        message = f"`{name}` is not installed (.ci/run installs it with apt-get)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
