@@ -1,0 +1,249 @@
+"""The block tree of the generated entry and where each TaskId lives.
+
+The generated C++ nests exactly like the spec: scope blocks (`PTO2_SCOPE`), scope-level
+`for` loops (a loop with a body scope gets one `PTO2_SCOPE()` per iteration, a loop inside a
+manual scope gets none) and dispatches (a dispatch with task axes is a plain C++ `for` nest,
+never a runtime scope). The tree is rebuilt from the IR: every dispatch knows its scope and
+loops, and dispatches are in program order, so a container sits where its first dispatch is.
+
+TaskId storage (simpler: a TaskId is a C++ local of the `PTO2_SCOPE { }` that produced it):
+- a single-task tile set (`at`, `spmd`, or a dummy without index) whose consumers all sit in
+  the producer's block or blocks nested in it keeps a plain local `PTO2TaskId <name>_tid`;
+- every other tile set lives in `PTO2TaskId <name>_tids[N]`, one slot per logical tile (an
+  SPMD wave's tiles all hold that wave's one TaskId, like the reference's `out_tids[50]`),
+  initialised to `PTO2TaskId::invalid()` in the innermost block enclosing the producer and
+  all consumers, just before the producer's first dispatch;
+- a TaskId loop carry is `PTO2TaskId <carry>_tids[N]` with one slot per *task* (a carry
+  dep names each task once, as pgraph counts it), declared just before the loop, copied from
+  its initial tile set and refreshed from its `then` tile set at the end of every iteration.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import attrs
+
+from pgraph.ir import program as ir
+
+Key = tuple[str, int | str]
+Path = tuple[Key, ...]
+
+
+class BackendError(Exception):
+    """The spec is valid for the planner but cannot be emitted for a2a3 (message says why)."""
+
+
+@attrs.define
+class Node:
+    """A block of the generated code: 'scope' (id), 'loop' (id) or 'dispatch' (name)."""
+
+    kind: str
+    ident: int | str
+    children: list[Node] = attrs.field(factory=list)
+
+    @property
+    def key(self) -> Key:
+        """The (kind, ident) pair paths are made of."""
+        return (self.kind, self.ident)
+
+    @property
+    def num(self) -> int:
+        """The scope or loop id."""
+        assert isinstance(self.ident, int)
+        return self.ident
+
+    @property
+    def name(self) -> str:
+        """The dispatch name."""
+        assert isinstance(self.ident, str)
+        return self.ident
+
+
+def dispatch_path(p: ir.Program, d: ir.Dispatch) -> Path:
+    """Container keys from the entry scope down to the block holding `d` (excluded)."""
+    out: list[Key] = []
+    for sid in reversed(p.ancestors(d.scope)):
+        s = p.scopes[sid]
+        if s.kind == "loop" and s.loop is not None:
+            out.append(("loop", s.loop))
+        out.append(("scope", sid))
+    for lid in d.loops:
+        if p.loops[lid].body_scope is None:
+            out.append(("loop", lid))
+    return tuple(out)
+
+
+def build_tree(p: ir.Program) -> Node:
+    """The block tree; children are in program order."""
+    root = Node("scope", 0)
+    for d in p.dispatches:
+        path = dispatch_path(p, d)
+        if not path or path[0] != ("scope", 0):
+            raise BackendError(f"dispatch '{d.name}' is not inside the entry scope")
+        node = root
+        for key in path[1:]:
+            if node.children and node.children[-1].key == key:
+                node = node.children[-1]
+                continue
+            child = Node(key[0], key[1])
+            node.children.append(child)
+            node = child
+        node.children.append(Node("dispatch", d.name))
+    return root
+
+
+def common_prefix(paths: list[Path]) -> Path:
+    """The longest path every one of `paths` starts with."""
+    out: list[Key] = []
+    for keys in zip(*paths, strict=False):
+        if any(k != keys[0] for k in keys):
+            break
+        out.append(keys[0])
+    return tuple(out)
+
+
+@attrs.frozen
+class Storage:
+    """Where the TaskIds of one tile set (or one TaskId carry) live in the generated code.
+
+    kind 'local' (one `PTO2TaskId`), 'array' (one slot per tile) or 'carry'. `home` is the
+    block path it is declared in and `before` the child key of that block it precedes.
+    `valid` is True when every read of it is known to be a valid id (no `is_valid()` guard).
+    """
+
+    name: str
+    kind: str
+    cname: str
+    size: int
+    home: Path
+    before: Key
+    valid: bool
+
+
+def is_single(ts: ir.TileSet) -> bool:
+    """One TaskId for the whole tile set: `at`, `spmd`, or a dummy without an index."""
+    return ts.kind in ("at", "spmd") or not ts.axes
+
+
+def tile_count(ts: ir.TileSet) -> int:
+    """Number of logical tiles (slots of its TaskId array)."""
+    return math.prod(a.size for a in ts.axes) if ts.axes else 1
+
+
+def slots(ts: ir.TileSet) -> int:
+    """TaskId slots a tile set needs: 1 when single, else one per tile."""
+    return 1 if is_single(ts) else tile_count(ts)
+
+
+def task_slots(p: ir.Program, ts: ir.TileSet) -> int:
+    """Distinct tasks of a tile set: the slots of a TaskId carry (one entry per task, like pgraph)."""
+    if is_single(ts):
+        return 1
+    return sum(p.dispatch(dn).task_count for dn in ts.dispatches)
+
+
+def _loop_paths(p: ir.Program) -> dict[int, Path]:
+    """Path of the block holding each emitted loop (its parent block)."""
+    out: dict[int, Path] = {}
+    for d in p.dispatches:
+        path = dispatch_path(p, d)
+        for i, key in enumerate(path):
+            if key[0] == "loop" and key[1] not in out:
+                out[int(key[1])] = path[:i]
+    return out
+
+
+def _body_path(p: ir.Program, lp: ir.Loop, parent: Path) -> Path:
+    body: Path = (*parent, ("loop", lp.id))
+    return (*body, ("scope", lp.body_scope)) if lp.body_scope is not None else body
+
+
+def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], dict[str, Storage], dict[int, Path]]:
+    """Storage of every consumed tile set and every TaskId carry.
+
+    Returns (tile set storages, carry storages, loop parent paths). `names` is the set of
+    C++ identifiers already taken; chosen names are added to it.
+    """
+    paths = {d.name: dispatch_path(p, d) for d in p.dispatches}
+    loop_parent = _loop_paths(p)
+    consumers: dict[str, list[Path]] = {}
+    for d in p.dispatches:
+        for dep in d.deps:
+            if dep.kind == "tiles":
+                consumers.setdefault(dep.target, []).append(paths[d.name])
+    carries: dict[str, Storage] = {}
+    for lp in p.loops:
+        parent = loop_parent.get(lp.id)
+        if parent is None:
+            continue
+        for c in lp.carries:
+            if c.kind != "task":
+                continue
+            consumers.setdefault(c.init, []).append(parent)
+            consumers.setdefault(c.next, []).append(_body_path(p, lp, parent))
+            size = max(task_slots(p, p.tilesets[c.init]), task_slots(p, p.tilesets[c.next]))
+            carries[c.name] = Storage(c.name, "carry", unique(f"{c.name}_tids", names), size, parent,
+                                      ("loop", lp.id), False)
+    out: dict[str, Storage] = {}
+    for name, ts in p.tilesets.items():
+        uses = consumers.get(name)
+        if not uses or not ts.dispatches:
+            continue
+        first = p.dispatch(ts.dispatches[0])
+        producer_paths = [paths[dn] for dn in ts.dispatches]
+        local = is_single(ts) and all(u[:len(producer_paths[0])] == producer_paths[0] for u in uses)
+        if local:
+            home = producer_paths[0]
+            valid = (first.kind != "dummy" or not first.deps) and not (first.kind == "spmd" and first.block_count == 0)
+            out[name] = Storage(name, "local", unique(f"{name}_tid", names), 1, home, ("dispatch", first.name), valid)
+            continue
+        home = common_prefix([*producer_paths, *uses])
+        fp = paths[first.name]
+        before = fp[len(home)] if len(fp) > len(home) else ("dispatch", first.name)
+        out[name] = Storage(name, "array", unique(f"{name}_tids", names), slots(ts), home, before, False)
+    return out, carries, loop_parent
+
+
+#: C++ keywords and names the generated file uses, never given to spec identifiers.
+RESERVED = frozenset((
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case",
+    "catch", "char", "char16_t", "char32_t", "class", "compl", "const", "constexpr", "const_cast",
+    "continue", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit",
+    "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable",
+    "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private",
+    "protected", "public", "register", "reinterpret_cast", "return", "short", "signed", "sizeof", "static",
+    "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true",
+    "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+    "wchar_t", "while", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+    "uint64_t", "size_t", "orch_args", "main", "std", "printf", "NULL",
+    # API and helper names the generated file uses
+    "ChipTensor", "ChipTaskArgs", "CoreTaskArgs", "TaskOutputTensors", "TensorCreateInfo", "PTO2TaskId",
+    "DataType", "MixedKernels", "PTO2ScopeMode", "PTO2OrchestrationConfig", "alloc_tensors", "from_u64",
+    "to_u64", "rt_submit_task", "rt_submit_aic_task", "rt_submit_aiv_task", "rt_submit_dummy_task",
+    "INT64_MAX", "INT64_MIN", "pgraph_floordiv", "pgraph_floormod",
+))
+#: Numbered names of the generated file (params_t<n>, task_<n>_outs, alloc_<k>, ...).
+GENERATED = re.compile(r"(params_t\d+|task_\d+_outs|alloc_\d+|mixed_\d+|params_phase_fence_barrier_\d+"
+                       r"|phase_fence_barrier_\d+_outs)(_\w*)?")
+
+
+def is_reserved(name: str) -> bool:
+    """True for C++ keywords, API names and the generated file's numbered names."""
+    return name in RESERVED or GENERATED.fullmatch(name) is not None
+
+
+def unique(want: str, names: set[str], generated: bool = False) -> str:
+    """`want`, or `want_2`, `want_3`... whichever is free; the result is added to `names`.
+
+    A spec-derived `want` that is reserved (`is_reserved`) gets a trailing `_` first; a name the
+    generator builds itself (`generated`) only has to be free.
+    """
+    base = want if generated or not is_reserved(want) else f"{want}_"
+    out, n = base, 2
+    while out in names:
+        out = f"{base}_{n}"
+        n += 1
+    names.add(out)
+    return out

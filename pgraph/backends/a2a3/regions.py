@@ -1,0 +1,151 @@
+"""Task-level argument views: the bounding box over a task's SPMD blocks, without block indices.
+
+The runtime sees one tensor view per kernel argument of a task. pgraph models it as the
+bounding box over the task's blocks of the per-block region (`Expander.task_args`,
+`ArgBox`); the C++ passes `src.view(shapes, offsets)` with exactly that box so the
+TensorMap overlap test sees the same regions. Indirect regions are their bounding box.
+
+A dimension that does not use a block index is printed as written. One that does (e.g. the
+K slice `ks*1024 +: 1024` with `ks = i % 5` over 50 blocks) is reduced by finding a block
+index whose lower bound is the minimum (and one whose upper bound is the maximum) for every
+value of the loop and task indices; that index is substituted, giving an expression of the
+loop and task indices only. The search is exhaustive over the loop/task values, so the
+printed bound is exact; when no single block works (or the space is too large to check) the
+emitter falls back to a small min/max loop over the blocks in the generated code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import attrs
+
+from pgraph.ir import program as ir
+from pgraph.ir.expr import compile_expr, free_vars, substitute
+from pgraph.source import Span
+from pgraph.syntax.ast import BinOp, Expr, Num
+
+from .cexpr import simplify, sub
+
+#: Largest (loop x task x block) index space searched for a block-free bound.
+SEARCH_LIMIT = 400_000
+
+
+@attrs.frozen
+class DimBox:
+    """One view dimension: `lo` and `size` (expressions of loop/task indices).
+
+    When `fallback` is set, `lo`/`hi` still use block indices and the emitter computes the
+    min of `lo` and the max of `hi` over the blocks at run time.
+    """
+
+    lo: Expr
+    size: Expr
+    hi: Expr | None = None
+    fallback: bool = False
+
+
+@attrs.frozen
+class ArgView:
+    """The task-level view of one tensor argument: whole tensor or a box."""
+
+    param: ir.Param
+    tensor: str
+    shape: tuple[int, ...]
+    whole: bool
+    dims: tuple[DimBox, ...]
+
+
+def region_shape(p: ir.Program, name: str) -> tuple[int, ...]:
+    """Shape of a tensor or of a tensor carry alias."""
+    carry = p.carries.get(name)
+    if carry is not None and carry.kind == "tensor":
+        return p.tensors[carry.init].shape
+    return p.tensors[name].shape
+
+
+def env_space(p: ir.Program, d: ir.Dispatch) -> list[ir.IAxis]:
+    """The loop and task axes a dispatch's expressions may use (outermost first)."""
+    return [*(p.loops[lid].axis for lid in d.loops), *d.task_axes]
+
+
+def _values(axes: list[ir.IAxis]) -> Iterator[dict[str, int]]:
+    for combo in itertools.product(*(range(a.lo, a.hi) for a in axes)):
+        yield {a.var: v for a, v in zip(axes, combo, strict=True)}
+
+
+def _bounds(dim: ir.Dim, n: int, span: Span) -> tuple[Expr, Expr]:
+    """(lo, hi) expressions of one region dimension (hi exclusive)."""
+    if dim.kind == "all":
+        return Num(0, span), Num(n, span)
+    assert dim.a is not None
+    if dim.kind == "index":
+        return dim.a, simplify(BinOp("+", dim.a, Num(1, dim.a.span), dim.a.span))
+    assert dim.b is not None
+    if dim.kind == "extent":
+        return dim.a, simplify(BinOp("+", dim.a, dim.b, dim.a.span))
+    return dim.a, dim.b
+
+
+def _size(dim: ir.Dim, n: int, lo: Expr, hi: Expr) -> Expr:
+    if dim.kind == "all":
+        return Num(n, lo.span)
+    if dim.kind == "index":
+        return Num(1, lo.span)
+    if dim.kind == "extent":
+        assert dim.b is not None
+        return simplify(dim.b)
+    return sub(hi, lo)
+
+
+def task_views(p: ir.Program, d: ir.Dispatch) -> list[ArgView]:
+    """One ArgView per tensor argument of `d`, in parameter order."""
+    block_vars = {a.var for a in d.block_axes}
+    envs = env_space(p, d)
+    out = []
+    for arg in d.args:
+        if arg.region is None:
+            continue
+        shape = region_shape(p, arg.region.tensor)
+        dims_ir = arg.region.dims or tuple(ir.Dim("all", None, None) for _ in shape)
+        dims = []
+        for dim, n in zip(dims_ir, shape, strict=True):
+            lo, hi = _bounds(dim, n, arg.span)
+            if dim.kind == "all" or not ((free_vars(lo) | free_vars(hi)) & block_vars):
+                dims.append(DimBox(simplify(lo), _size(dim, n, lo, hi)))
+            else:
+                dims.append(_reduce_blocks(lo, hi, envs, list(d.block_axes)))
+        whole = all(isinstance(b.lo, Num) and b.lo.value == 0 and isinstance(b.size, Num) and b.size.value == n
+                    and not b.fallback for b, n in zip(dims, shape, strict=True))
+        out.append(ArgView(arg.param, arg.region.tensor, shape, whole, tuple(dims)))
+    return out
+
+
+def _reduce_blocks(lo: Expr, hi: Expr, envs: list[ir.IAxis], blocks: list[ir.IAxis]) -> DimBox:
+    """Block-free (lo, size) of min over blocks of `lo` and max of `hi`, or a fallback."""
+    n_env = 1
+    for a in envs:
+        n_env *= a.size
+    block_list = list(_values(blocks))
+    if n_env * len(block_list) > SEARCH_LIMIT or not block_list:
+        return DimBox(lo, sub(hi, lo), hi, True)
+    flo, fhi = compile_expr(lo), compile_expr(hi)
+    cand_lo = set(range(len(block_list)))
+    cand_hi = set(range(len(block_list)))
+    sizes = set()
+    for env in _values(envs):
+        los = [flo({**env, **b}) for b in block_list]
+        his = [fhi({**env, **b}) for b in block_list]
+        mn, mx = min(los), max(his)
+        cand_lo &= {i for i, v in enumerate(los) if v == mn}
+        cand_hi &= {i for i, v in enumerate(his) if v == mx}
+        sizes.add(mx - mn)
+        if not cand_lo or not cand_hi:
+            return DimBox(lo, sub(hi, lo), hi, True)
+    blo = block_list[min(cand_lo)]
+    bhi = block_list[min(cand_hi)]
+    lo_e = simplify(substitute(lo, {k: Num(v, lo.span) for k, v in blo.items()}))
+    hi_e = simplify(substitute(hi, {k: Num(v, hi.span) for k, v in bhi.items()}))
+    size = Num(sizes.pop(), lo.span) if len(sizes) == 1 else sub(hi_e, lo_e)
+    return DimBox(lo_e, size)

@@ -1,0 +1,470 @@
+// pgraph recording runtime: implements tests/cpp/pto_orchestration_api.h by recording every
+// submit instead of running it. It models what decides the task graph in simpler's
+// tensormap_and_ringbuffer runtime (pgraph reference runtime_and_orchestration.md §1.4,
+// §3.2, §4.1, §4.3), independently of pgraph's Python planner:
+//   - scopes: a stack with AUTO/MANUAL modes; depth 0 is the executor's root scope;
+//     ring = min(depth, 3); AUTO inside MANUAL is fatal 5; at most 64 levels;
+//   - task ids: per-ring local counters, raw = (ring << 32) | local; alloc tasks and dummies
+//     take ids too; a scope holding window-1 (16383) tasks is fatal 1 (SCOPE_DEADLOCK);
+//   - submit validation: Arg errors (tensor after scalar, second set_dependencies) fatal 5;
+//     empty mask or block_num < 1 fatal 5; sync_start with block_num > 1 above the cluster
+//     count (MIX/AIC, 24 on a2a3) or AIV count (48) fatal 7;
+//   - explicit deps: an invalid or unknown id is fatal 5; otherwise a WAIT|RETAIN edge;
+//   - AUTO scopes only (nothing in MANUAL), per tensor argument except OUTPUT:
+//     A. creator edge to owner_task_id when valid; B. for INPUT/INOUT without manual_dep, a
+//     lookup of every entry on the same buffer address, an edge per overlapping entry
+//     (L1 flat ranges, then L2 per-dimension intervals when dtype/ndims/strides match and
+//     the layout is row-major), INOUT removing every entry it COVERS; then, after all
+//     lookups, INOUT and OUTPUT_EXISTING are inserted as new entries;
+//   - edges are deduplicated per producer per submission (flags OR-ed).
+// Nothing completes or retires, so every entry stays live: the recorded graph is the
+// dependency structure, not a schedule. Output format: see write_record().
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pto_orchestration_api.h"
+#include "recording_runtime.h"
+
+namespace {
+
+constexpr int kMaxRingDepth = 4;          // PTO2_MAX_RING_DEPTH
+constexpr uint32_t kTaskWindow = 16384;   // PTO2_TASK_WINDOW_SIZE (per ring)
+constexpr size_t kMaxScopeDepth = 64;     // PTO2_MAX_SCOPE_DEPTH
+constexpr int kClusters = 24;             // a2a3 PLATFORM_MAX_BLOCKDIM (1 AIC + 2 AIV each)
+constexpr int kAivCores = 48;
+
+enum EdgeKind : int { kExplicit = 1, kCreator = 2, kTensorMap = 4 };
+
+struct ArgRec {
+    TensorArgType tag;
+    uint64_t addr;
+    uint64_t start_offset;
+    uint32_t ndims;
+    uint32_t shapes[MAX_TENSOR_DIMS];
+};
+
+struct TaskRec {
+    const char* kind;
+    PTO2TaskId id;
+    int depth;
+    bool manual;
+    int scope;
+    MixedKernels kernels;
+    int blocks;
+    bool early;
+    bool sync;
+    uint32_t dep_entries;
+    uint32_t tensors;
+    std::vector<ArgRec> args;
+};
+
+struct ScopeRec {
+    PTO2ScopeMode mode;
+    int instance;
+    uint32_t tasks;
+};
+
+struct ScopeInfo {
+    int parent;
+    int depth;
+    PTO2ScopeMode mode;
+    int site;
+};
+
+struct Entry {
+    ChipTensor tensor;
+    int producer;
+};
+
+struct Recorder {
+    PTO2Runtime rt;  // first member: the runtime pointer handed to generated code
+    std::vector<TaskRec> tasks;
+    std::map<std::pair<int, int>, int> edges;
+    std::vector<ScopeRec> stack;
+    std::vector<ScopeInfo> scopes;
+    uint32_t next_local[kMaxRingDepth] = {0, 0, 0, 0};
+    std::unordered_map<uint64_t, int> by_raw;
+    std::unordered_map<uint64_t, std::vector<Entry>> tensormap;
+    uint64_t next_addr = 0x100000000ull;
+    int fatal_code = 0;
+    std::string fatal_msg;
+    int pending_site = 0;
+    bool done = false;
+};
+
+Recorder g_rec;
+PTO2Runtime* g_bound = nullptr;
+
+Recorder& rec(PTO2Runtime* rt) { return *reinterpret_cast<Recorder*>(rt); }
+
+void fatal(Recorder& r, int code, const std::string& msg) {
+    if (r.fatal_code != 0) return;
+    r.fatal_code = code;
+    r.fatal_msg = msg;
+}
+
+int depth(const Recorder& r) { return static_cast<int>(r.stack.size()) - 1; }
+
+int current_ring(const Recorder& r) {
+    int d = depth(r);
+    if (d < 0) d = 0;
+    return d < kMaxRingDepth - 1 ? d : kMaxRingDepth - 1;
+}
+
+bool in_manual(const Recorder& r) { return !r.stack.empty() && r.stack.back().mode == PTO2ScopeMode::MANUAL; }
+
+// Takes a task slot on the current ring; records the task. Returns its index or -1.
+int new_task(Recorder& r, const char* kind) {
+    if (r.stack.empty()) {
+        fatal(r, 5, "submit outside any scope");
+        return -1;
+    }
+    ScopeRec& top = r.stack.back();
+    if (top.tasks >= kTaskWindow - 1) {
+        fatal(r, 1, "SCOPE_DEADLOCK: a scope holds task_window - 1 tasks");
+        return -1;
+    }
+    ++top.tasks;
+    int ring = current_ring(r);
+    TaskRec t{};
+    t.kind = kind;
+    t.id = PTO2TaskId::make(static_cast<uint32_t>(ring), r.next_local[ring]++);
+    t.depth = depth(r);
+    t.manual = in_manual(r);
+    t.scope = top.instance;
+    t.blocks = 0;
+    r.by_raw[t.id.raw] = static_cast<int>(r.tasks.size());
+    r.tasks.push_back(t);
+    return static_cast<int>(r.tasks.size()) - 1;
+}
+
+void add_edge(Recorder& r, int pred, int succ, int kind) { r.edges[{pred, succ}] |= kind; }
+
+uint64_t extent(const ChipTensor& t) {
+    uint64_t e = 1;
+    for (uint32_t d = 0; d < t.ndims; ++d) e += static_cast<uint64_t>(t.shapes[d] - 1) * t.strides[d];
+    return e;
+}
+
+bool row_major(const ChipTensor& t) {
+    if (t.ndims == 0 || t.strides[t.ndims - 1] != 1) return false;
+    for (uint32_t d = 0; d + 1 < t.ndims; ++d) {
+        if (t.strides[d] < t.strides[d + 1] || t.strides[d] % t.strides[d + 1] != 0) return false;
+    }
+    return true;
+}
+
+// Per-dimension offset of a row-major view, recovered from start_offset and the strides.
+uint64_t dim_offset(const ChipTensor& t, uint32_t d) {
+    uint64_t rest = d == 0 ? t.start_offset : t.start_offset % t.strides[d - 1];
+    return rest / t.strides[d];
+}
+
+enum Overlap { kNone, kCovered, kOther };
+
+// simpler check_overlap: `in` is the new argument, `entry` the registered producer region.
+Overlap check_overlap(const ChipTensor& in, const ChipTensor& entry) {
+    if (in.version != entry.version) return kOther;
+    uint64_t a0 = in.start_offset, a1 = a0 + extent(in);
+    uint64_t b0 = entry.start_offset, b1 = b0 + extent(entry);
+    if (a1 <= b0 || b1 <= a0) return kNone;
+    bool same = in.dtype == entry.dtype && in.ndims == entry.ndims && row_major(in) && row_major(entry);
+    for (uint32_t d = 0; same && d < in.ndims; ++d) same = in.strides[d] == entry.strides[d];
+    if (!same) return kOther;
+    bool covered = true;
+    for (uint32_t d = 0; d < in.ndims; ++d) {
+        uint64_t ilo = dim_offset(in, d), ihi = ilo + in.shapes[d];
+        uint64_t elo = dim_offset(entry, d), ehi = elo + entry.shapes[d];
+        if (ihi <= elo || ehi <= ilo) return kNone;
+        if (!(ilo <= elo && ehi <= ihi)) covered = false;
+    }
+    return covered ? kCovered : kOther;
+}
+
+TaskOutputTensors finish(const Recorder& r, int idx) {
+    TaskOutputTensors out;
+    out.id = idx < 0 ? PTO2TaskId::invalid() : r.tasks[idx].id;
+    return out;
+}
+
+void record_args(TaskRec& t, const CoreTaskArgs& a) {
+    t.tensors = a.tensor_count;
+    for (uint32_t i = 0; i < a.tensor_count; ++i) {
+        ArgRec ar{};
+        ar.tag = a.tags[i];
+        if (a.tensors[i] != nullptr) {
+            const ChipTensor& c = *a.tensors[i];
+            ar.addr = c.buffer.addr;
+            ar.start_offset = c.start_offset;
+            ar.ndims = c.ndims;
+            for (uint32_t d = 0; d < c.ndims; ++d) ar.shapes[d] = c.shapes[d];
+        }
+        t.args.push_back(ar);
+    }
+}
+
+// The common submit path (simpler submit_task_common): deps, TensorMap, registration.
+TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTaskArgs& a, const char* kind) {
+    if (a.has_error) {
+        fatal(r, 5, std::string("INVALID_ARGS: ") + (a.error_msg ? a.error_msg : "argument error"));
+        return TaskOutputTensors{};
+    }
+    for (uint32_t i = 0; i < a.tensor_count; ++i) {
+        if (a.tags[i] == TensorArgType::OUTPUT) {
+            fatal(r, 5, "the recorder does not model add_output(TensorCreateInfo)");
+            return TaskOutputTensors{};
+        }
+        if (a.tensors[i]->view_error) {
+            fatal(r, 5, "INVALID_ARGS: a view or reshape reaches outside its source tensor");
+            return TaskOutputTensors{};
+        }
+    }
+    int idx = new_task(r, kind);
+    if (idx < 0) return TaskOutputTensors{};
+    TaskRec& t = r.tasks[idx];
+    t.kernels = k;
+    t.blocks = a.launch_spec.block_num;
+    t.early = a.allow_early_resolve;
+    t.sync = a.launch_spec.require_sync_start;
+    t.dep_entries = a.dep_count;
+    record_args(t, a);
+    for (uint32_t i = 0; i < a.dep_count; ++i) {
+        PTO2TaskId d = a.deps[i];
+        auto it = d.is_valid() ? r.by_raw.find(d.raw) : r.by_raw.end();
+        if (it == r.by_raw.end()) {
+            fatal(r, 5, d.is_valid() ? "explicit dep on an unknown task id" : "explicit dep on an invalid task id");
+            return TaskOutputTensors{};
+        }
+        add_edge(r, it->second, idx, kExplicit);
+    }
+    if (in_manual(r)) return finish(r, idx);
+    std::vector<const ChipTensor*> reg;
+    for (uint32_t i = 0; i < a.tensor_count; ++i) {
+        const ChipTensor& c = *a.tensors[i];
+        TensorArgType tag = a.tags[i];
+        if (c.owner_task_id.is_valid()) {
+            auto it = r.by_raw.find(c.owner_task_id.raw);
+            if (it != r.by_raw.end()) add_edge(r, it->second, idx, kCreator);
+        }
+        if ((tag == TensorArgType::INPUT || tag == TensorArgType::INOUT) && !c.manual_dep) {
+            auto found = r.tensormap.find(c.buffer.addr);
+            if (found != r.tensormap.end()) {
+                std::vector<Entry> keep;
+                for (const Entry& e : found->second) {
+                    Overlap o = check_overlap(c, e.tensor);
+                    if (o != kNone && e.producer != idx) add_edge(r, e.producer, idx, kTensorMap);
+                    if (o == kCovered && tag == TensorArgType::INOUT) continue;
+                    keep.push_back(e);
+                }
+                found->second.swap(keep);
+            }
+        }
+        if ((tag == TensorArgType::INOUT || tag == TensorArgType::OUTPUT_EXISTING) && !c.manual_dep) reg.push_back(&c);
+    }
+    for (const ChipTensor* c : reg) r.tensormap[c->buffer.addr].push_back(Entry{*c, idx});
+    return finish(r, idx);
+}
+
+TaskOutputTensors op_submit_task(PTO2Runtime* rt, const MixedKernels& k, const CoreTaskArgs& a) {
+    Recorder& r = rec(rt);
+    int mask = (k.aic_kernel_id != INVALID_KERNEL_ID ? 1 : 0) | (k.aiv0_kernel_id != INVALID_KERNEL_ID ? 2 : 0) |
+               (k.aiv1_kernel_id != INVALID_KERNEL_ID ? 4 : 0);
+    if (mask == 0 || a.launch_spec.block_num < 1) {
+        fatal(r, 5, "INVALID_ARGS: empty kernel mask or block_num < 1");
+        return TaskOutputTensors{};
+    }
+    bool mix_or_aic = (mask & 1) != 0;
+    int limit = mix_or_aic ? kClusters : kAivCores;
+    if (a.launch_spec.require_sync_start && a.launch_spec.block_num > 1 && a.launch_spec.block_num > limit) {
+        fatal(r, 7, "REQUIRE_SYNC_START_INVALID: block_num exceeds the cores of its shape");
+        return TaskOutputTensors{};
+    }
+    return submit_common(r, k, a, "compute");
+}
+
+TaskOutputTensors op_submit_dummy_task(PTO2Runtime* rt, const CoreTaskArgs& a) {
+    CoreTaskArgs copy = a;
+    copy.launch_spec.block_num = 0;  // a dummy runs no block
+    copy.launch_spec.require_sync_start = false;
+    return submit_common(rec(rt), MixedKernels{}, copy, "dummy");
+}
+
+TaskOutputTensors op_alloc_tensors(PTO2Runtime* rt, const TensorCreateInfo* infos, uint32_t count) {
+    Recorder& r = rec(rt);
+    if (count == 0 || count > static_cast<uint32_t>(MAX_TENSOR_ARGS)) {
+        fatal(r, 5, "alloc_tensors: bad create-info count");
+        return TaskOutputTensors{};
+    }
+    int idx = new_task(r, "alloc");
+    if (idx < 0) return TaskOutputTensors{};
+    TaskRec& t = r.tasks[idx];
+    t.early = true;  // alloc tasks complete inline with allow_early_resolve forced on
+    t.tensors = count;
+    TaskOutputTensors out;
+    out.id = t.id;
+    out.count = count;
+    for (uint32_t i = 0; i < count; ++i) {
+        const TensorCreateInfo& ci = infos[i];
+        ChipTensor c = make_tensor_external(r.next_addr, ci.shapes, ci.ndims, ci.dtype);
+        c.owner_task_id = t.id;
+        c.manual_dep = ci.manual_dep;
+        uint64_t bytes = c.numel() * data_type_size(ci.dtype);
+        r.next_addr += (bytes + 1023) / 1024 * 1024 + 1024;  // PTO2_PACKED_OUTPUT_ALIGN, never reused
+        out.outs[i] = c;
+    }
+    return out;
+}
+
+void op_scope_begin(PTO2Runtime* rt, PTO2ScopeMode mode) {
+    Recorder& r = rec(rt);
+    if (in_manual(r) && mode == PTO2ScopeMode::AUTO) fatal(r, 5, "INVALID_ARGS: AUTO scope inside a MANUAL scope");
+    if (r.stack.size() >= kMaxScopeDepth) fatal(r, 5, "scope nesting deeper than 64");
+    int parent = r.stack.empty() ? -1 : r.stack.back().instance;
+    int instance = static_cast<int>(r.scopes.size());
+    r.scopes.push_back(ScopeInfo{parent, static_cast<int>(r.stack.size()), mode, r.pending_site});
+    r.pending_site = 0;
+    r.stack.push_back(ScopeRec{mode, instance, 0});
+}
+
+void op_scope_end(PTO2Runtime* rt) {
+    Recorder& r = rec(rt);
+    if (r.stack.empty()) {
+        fatal(r, 5, "scope_end without scope_begin");
+        return;
+    }
+    r.stack.pop_back();
+}
+
+void op_scope_set_site(PTO2Runtime* rt, const char*, int line) { rec(rt).pending_site = line; }
+void op_orchestration_done(PTO2Runtime* rt) { rec(rt).done = true; }
+bool op_is_fatal(PTO2Runtime* rt) { return rec(rt).fatal_code != 0; }
+void op_report_fatal(PTO2Runtime* rt, int code, const char* msg) { fatal(rec(rt), code, msg ? msg : ""); }
+int op_available_cluster_count(PTO2Runtime*) { return kClusters; }
+int op_available_aiv_count(PTO2Runtime*) { return kAivCores; }
+
+const PTO2RuntimeOps kOps = {
+    op_submit_task, op_submit_dummy_task, op_alloc_tensors, op_scope_begin, op_scope_end, op_scope_set_site,
+    op_orchestration_done, op_is_fatal, op_report_fatal, op_available_cluster_count, op_available_aiv_count,
+};
+
+const char* tag_name(TensorArgType t) {
+    switch (t) {
+        case TensorArgType::INPUT: return "INPUT";
+        case TensorArgType::OUTPUT: return "OUTPUT";
+        case TensorArgType::INOUT: return "INOUT";
+        case TensorArgType::OUTPUT_EXISTING: return "OUTPUT_EXISTING";
+        default: return "NO_DEP";
+    }
+}
+
+}  // namespace
+
+// ---- ChipTensor ----
+uint64_t ChipTensor::numel() const {
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < ndims; ++d) n *= shapes[d];
+    return n;
+}
+
+ChipTensor ChipTensor::view(const uint32_t view_shapes[], const uint32_t offsets[]) const {
+    ChipTensor out = *this;
+    for (uint32_t d = 0; d < ndims; ++d) {
+        if (static_cast<uint64_t>(offsets[d]) + view_shapes[d] > shapes[d] || view_shapes[d] == 0) out.view_error = true;
+        out.shapes[d] = view_shapes[d];
+        out.start_offset += static_cast<uint64_t>(offsets[d]) * strides[d];
+    }
+    return out;
+}
+
+ChipTensor ChipTensor::reshape(const uint32_t new_shapes[], uint32_t new_ndims) const {
+    ChipTensor out = *this;
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < new_ndims && d < MAX_TENSOR_DIMS; ++d) n *= new_shapes[d];
+    bool contiguous = row_major(*this);
+    for (uint32_t d = 0; contiguous && d + 1 < ndims; ++d) contiguous = strides[d] == strides[d + 1] * shapes[d + 1];
+    if (n != numel() || !contiguous || new_ndims == 0 || new_ndims > MAX_TENSOR_DIMS) out.view_error = true;
+    out.ndims = new_ndims;
+    uint64_t stride = 1;
+    for (int d = static_cast<int>(new_ndims) - 1; d >= 0; --d) {
+        out.shapes[d] = new_shapes[d];
+        out.strides[d] = stride;
+        stride *= new_shapes[d];
+    }
+    return out;
+}
+
+ChipTensor make_tensor_external(uint64_t addr, const uint32_t shapes[], uint32_t ndims, DataType dtype) {
+    ChipTensor c{};
+    c.buffer.addr = addr;
+    c.owner_task_id = PTO2TaskId::invalid();
+    c.dtype = dtype;
+    c.ndims = ndims;
+    uint64_t stride = 1;
+    for (int d = static_cast<int>(ndims) - 1; d >= 0; --d) {
+        c.shapes[d] = shapes[d];
+        c.strides[d] = stride;
+        stride *= shapes[d];
+    }
+    c.buffer.size = stride * data_type_size(dtype);
+    return c;
+}
+
+// ---- binding ----
+void framework_bind_runtime(PTO2Runtime* rt) { g_bound = rt; }
+
+PTO2Runtime* framework_current_runtime() {
+    if (g_bound == nullptr) {
+        fprintf(stderr, "recording runtime: no runtime bound\n");
+        abort();
+    }
+    return g_bound;
+}
+
+PTO2Runtime* recorder_runtime() {
+    g_rec.rt.ops = &kOps;
+    g_rec.rt.pending_scope_mode = PTO2ScopeMode::AUTO;
+    return &g_rec.rt;
+}
+
+int recorder_open_scopes() { return static_cast<int>(g_rec.stack.size()); }
+int recorder_fatal_code() { return g_rec.fatal_code; }
+
+// One line per record, space separated:
+//   scope <instance> <parent> <depth> <auto|manual> <site line>
+//   task <index> <compute|dummy|alloc> <ring> <local> <depth> <auto|manual> <scope instance>
+//        <aic> <aiv0> <aiv1> <block_num> <early 0|1> <sync_start 0|1> <dep entries> <tensors>
+//   arg <task index> <INPUT|INOUT|OUTPUT_EXISTING|...> <buffer addr> <start_offset> <ndims> <shape...>
+//   edge <pred index> <succ index> <flags: 1 explicit | 2 creator | 4 tensormap>
+//   fatal <code> <message>            (only when the run hit a fatal error)
+bool recorder_write(const char* path) {
+    FILE* f = fopen(path, "w");
+    if (f == nullptr) return false;
+    const Recorder& r = g_rec;
+    for (size_t i = 0; i < r.scopes.size(); ++i) {
+        const ScopeInfo& s = r.scopes[i];
+        fprintf(f, "scope %zu %d %d %s %d\n", i, s.parent, s.depth, s.mode == PTO2ScopeMode::MANUAL ? "manual" : "auto",
+                s.site);
+    }
+    for (size_t i = 0; i < r.tasks.size(); ++i) {
+        const TaskRec& t = r.tasks[i];
+        fprintf(f, "task %zu %s %u %u %d %s %d %d %d %d %d %d %d %u %u\n", i, t.kind, t.id.ring(), t.id.local(), t.depth,
+                t.manual ? "manual" : "auto", t.scope, t.kernels.aic_kernel_id, t.kernels.aiv0_kernel_id,
+                t.kernels.aiv1_kernel_id, t.blocks, t.early ? 1 : 0, t.sync ? 1 : 0, t.dep_entries, t.tensors);
+        for (const ArgRec& a : t.args) {
+            fprintf(f, "arg %zu %s %llu %llu %u", i, tag_name(a.tag), static_cast<unsigned long long>(a.addr),
+                    static_cast<unsigned long long>(a.start_offset), a.ndims);
+            for (uint32_t d = 0; d < a.ndims; ++d) fprintf(f, " %u", a.shapes[d]);
+            fprintf(f, "\n");
+        }
+    }
+    for (const auto& e : r.edges) fprintf(f, "edge %d %d %d\n", e.first.first, e.first.second, e.second);
+    if (r.fatal_code != 0) fprintf(f, "fatal %d %s\n", r.fatal_code, r.fatal_msg.c_str());
+    return fclose(f) == 0;
+}
