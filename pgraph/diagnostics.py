@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -70,6 +70,8 @@ RULES: dict[str, Rule] = _rules(
     ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),
     ("PG031", "expansion-too-large", E, "the instance graph is too large to enumerate (a runaway index range)"),
     ("PG032", "dep-on-later-task", E, "a dep names a task that is submitted later in program order"),
+    ("PG033", "fragment-cycle", E, "a fragment uses itself, directly or through other fragments"),
+    ("PG034", "ambiguous-entry", E, "the root file declares no entry and several included files do"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),
@@ -145,6 +147,9 @@ class DiagnosticBag:
         self._seen: set[tuple[object, ...]] = set()
         self._errors = 0
         self.suppressed = 0
+        #: Called with the span of every diagnostic added; the notes they return are appended
+        #: (lowering registers one that points at the `use` statements of fragments).
+        self.note_hooks: list[Callable[[Span], Iterable[Note]]] = []
 
     def add(
         self,
@@ -158,7 +163,8 @@ class DiagnosticBag:
         """Append a diagnostic (exact duplicates are kept once) and return it."""
         if code not in RULES:
             raise KeyError(f"unknown diagnostic code {code}")
-        diag = Diagnostic(code, message, span, tuple(notes), hint, severity)
+        extra = [n for hook in self.note_hooks for n in hook(span)] if span is not None else []
+        diag = Diagnostic(code, message, span, (*notes, *extra), hint, severity)
         key = (code, message, span and (span.filename, span.line, span.col))
         if key in self._seen:
             return diag

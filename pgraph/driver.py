@@ -45,23 +45,26 @@ def parse_define(text: str) -> tuple[str, int]:
 
 
 def resolve_config(spec: Path, config: str) -> Path:
-    """A config is a .pgl path, or a name looked up as `<spec dir>/configs/<name>.pgl`."""
+    """A config is a .pgl path, or a name looked up as `<dir>/configs/<name>.pgl`, where <dir> is
+    the spec's directory or, failing that, the nearest parent directory that has one."""
     direct = Path(config)
     if config.endswith(".pgl") or "/" in config:
         if direct.is_file():
             return direct
         raise UsageError(f"config file '{config}' not found")
     named = spec.parent / "configs" / f"{config}.pgl"
-    if named.is_file():
-        return named
-    raise UsageError(f"no config named '{config}' (looked for {named})")
+    for folder in (spec.parent, *spec.parent.parents):
+        candidate = folder / "configs" / f"{config}.pgl"
+        if candidate.is_file():
+            return candidate  # the nearest configs/ up the tree (specs/variants/x.pgl → specs/configs)
+    raise UsageError(f"no config named '{config}' (looked for {named} and in the parent directories)")
 
 
 def _overrides(spec: Path, opts: Options, bag: DiagnosticBag) -> list[Override]:
     out: dict[str, Override] = {}
     if opts.config is not None:
         path = resolve_config(spec, opts.config)
-        file = read_source(path)
+        file = read_spec(path)
         module = parse_source(file, bag)
         for item in module.items if module else ():
             if isinstance(item, ast.Const):

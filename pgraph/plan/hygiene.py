@@ -31,7 +31,7 @@ class DuplicateDepsPass(Pass):
             plan.bag.add(
                 "PG016",
                 f"{per_dispatch[name]} duplicate dep entr{'y' if per_dispatch[name] == 1 else 'ies'} of '{name}' "
-                f"fold into existing edges ({scope})",
+                f"{'folds' if per_dispatch[name] == 1 else 'fold'} into existing edges ({scope})",
                 spans[name],  # type: ignore[arg-type]
                 [Note(f"{total} duplicate entries fold away per layer in this program")] if d.loops else [],
                 hint="harmless: several selected tiles map to one task (e.g. every tile of an SPMD wave)",

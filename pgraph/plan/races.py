@@ -10,6 +10,7 @@ Atomic-add writers of one accumulator need no order among themselves.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import attrs
 
 from pgraph.diagnostics import Note
-from pgraph.ir.expand import Box, BufferKey, _overlap
+from pgraph.ir.expand import Box, BufferKey, _flat, _overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.plan.base import Pass, Plan
 from pgraph.plan.reach import ancestors, ordered
@@ -191,15 +192,75 @@ class SpmdOverlapPass(Pass):
 
     @staticmethod
     def first_clash(blocks: list[dict[str, Any]], p: Program) -> tuple[int, int, str, Box] | None:
+        """The first (i, j), i < j, in pairwise order whose writes overlap, with i's first clashing write.
+
+        Same answer as comparing every pair of blocks, without the quadratic cost on large
+        grids: per buffer, writes are indexed by one dimension (`_WriteIndex`), so block i
+        only meets the blocks whose writes overlap it there.
+        """
         # an indirect write is a bounding box (a scatter through an index tensor): it proves
         # no overlap between blocks, whose disjointness rests on the index (slot_mapping)
         writes = [[(t, k, box) for t, k, box, indirect in b.get("write", []) if not indirect] for b in blocks]
-        for i, j in itertools.combinations(range(len(writes)), 2):
-            for ta, ka, ba in writes[i]:
+        groups: dict[BufferKey, list[tuple[int, str, Box]]] = defaultdict(list)
+        for i, ws in enumerate(writes):
+            for t, k, box in ws:
+                groups[k].append((i, t, box))
+        index = {k: _WriteIndex(entries, p) for k, entries in groups.items()}
+        for i, ws in enumerate(writes):
+            later = [j for t, k, box in ws for j in index[k].clashing(t, box) if j > i]
+            if not later:
+                continue
+            j = min(later)
+            for ta, ka, ba in ws:
                 for tb, kb, bb in writes[j]:
                     if ka == kb and _overlap(ba, ta, bb, tb, p):
                         return i, j, ta, ba
         return None
+
+
+class _WriteIndex:
+    """Writes to one buffer sorted by their interval in one dimension, for overlap queries.
+
+    One tensor name: the dimension with the most distinct intervals (the one the blocks
+    slice). Several names (views of one buffer): the flat element interval, as `_overlap`
+    compares them. `prefix_hi[k]` is the largest interval end among the first k+1 entries,
+    so a query walks back only while an earlier write can still reach it.
+    """
+
+    def __init__(self, entries: list[tuple[int, str, Box]], p: Program) -> None:
+        self.p = p
+        names = {t for _, t, _ in entries}
+        dim: int | None = None
+        if len(names) == 1:
+            rank = len(entries[0][2])
+            if rank:
+                dim = max(range(rank), key=lambda d: (len({box[d] for _, _, box in entries}), -d))
+        self.dim = dim
+        keyed = sorted(((self.interval(t, box), i, t, box) for i, t, box in entries), key=lambda e: (e[0], e[1]))
+        self.los = [iv[0] for iv, _, _, _ in keyed]
+        self.his = [iv[1] for iv, _, _, _ in keyed]
+        self.entries = [(i, t, box) for _, i, t, box in keyed]
+        self.prefix_hi = list(itertools.accumulate(self.his, max))
+
+    def interval(self, tensor: str, box: Box) -> tuple[int, int]:
+        if self.dim is not None:
+            return box[self.dim]
+        if not box or any(a >= b for a, b in box):
+            return (-1, 1 << 126)  # `_overlap` on boxes with an empty side: compare with everything
+        return _flat(box, self.p.tensors[tensor].shape)
+
+    def clashing(self, tensor: str, box: Box) -> list[int]:
+        """Blocks with a write that overlaps `box` of `tensor` (by `_overlap`)."""
+        lo, hi = self.interval(tensor, box)
+        out = []
+        k = bisect.bisect_left(self.los, hi) - 1
+        while k >= 0 and self.prefix_hi[k] > lo:
+            if self.his[k] > lo:
+                j, t, b = self.entries[k]
+                if _overlap(box, tensor, b, t, self.p):
+                    out.append(j)
+            k -= 1
+        return out
 
 
 class FalseSerializationPass(Pass):

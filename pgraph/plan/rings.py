@@ -18,6 +18,7 @@ from typing import Any
 from pgraph.diagnostics import Note
 from pgraph.ir.expand import Instance
 from pgraph.plan.base import Pass, Plan
+from pgraph.source import Span
 from pgraph.target import heap_bytes
 
 ScopeKey = tuple[int, tuple[int, ...]]
@@ -175,9 +176,11 @@ class RingsPass(Pass):
             for r, vals in by_ring.items():
                 cur = rings.setdefault(r, {"ring": r, "peak_tasks": 0, "peak_heap": 0, "peak_dep_pool": 0,
                                            "peak_tasks_with_carry": 0, "peak_heap_with_carry": 0,
-                                           "worst_scope": None})
+                                           "worst_heap_scope": None, "worst_dep_scope": None})
                 if vals["heap"] > cur["peak_heap"]:
-                    cur["worst_scope"] = key[0]
+                    cur["worst_heap_scope"] = key[0]
+                if vals["deps"] > cur["peak_dep_pool"]:
+                    cur["worst_dep_scope"] = key[0]
                 cur["peak_tasks"] = max(cur["peak_tasks"], vals["tasks"])
                 cur["peak_heap"] = max(cur["peak_heap"], vals["heap"])
                 cur["peak_dep_pool"] = max(cur["peak_dep_pool"], vals["deps"])
@@ -238,13 +241,17 @@ class RingsPass(Pass):
     def capacity_errors(self, plan: Plan, row: dict[str, Any]) -> None:
         p = plan.program
         r = row["ring"]
-        span = p.scopes[row["worst_scope"]].span if row["worst_scope"] is not None else p.entry_span
+
+        def where(key: str) -> Span:
+            sid = row[key]
+            return p.scopes[sid].span if sid is not None else p.entry_span
+
         if row["peak_heap"] > row["heap_limit"]:
             plan.bag.add(
                 "PG110",
                 f"ring {r}: scopes open at once hold {row['peak_heap']:,} B of buffers (1 KiB-rounded); the ring "
                 f"heap is {row['heap_limit']:,} B",
-                span,
+                where("worst_heap_scope"),
                 hint="HEAP_RING_DEADLOCK (orch_error_code 2): buffers are freed at scope exit, FIFO per ring, not at "
                      "last use; allocate per-layer buffers in the layer's own scope, or raise PTO2_RING_HEAP")
         if row["peak_dep_pool"] > row["dep_pool_limit"]:
@@ -252,7 +259,7 @@ class RingsPass(Pass):
                 "PG111",
                 f"ring {r}: up to {row['peak_dep_pool']:,} fanout entries are live at once; the dep pool holds "
                 f"{row['dep_pool_limit']:,}",
-                span,
+                where("worst_dep_scope"),
                 hint="DEP_POOL_OVERFLOW (orch_error_code 4): fewer edges (funnel fan-outs through one task), more "
                      "scopes, or a larger PTO2_RING_DEP_POOL")
 

@@ -13,7 +13,7 @@ from lark import Token, Transformer, v_args
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.source import SourceFile, Span, span_from_meta
 from pgraph.syntax import ast
-from pgraph.syntax.syntax_errors import SYNTAX_EXAMPLES
+from pgraph.syntax.syntax_errors import best_match, describe
 
 
 def _grammar_text() -> str:
@@ -154,6 +154,14 @@ class _ToAst(Transformer[Any, Any]):
     @v_args(meta=True)
     def let_stmt(self, meta: Any, c: list[Any]) -> ast.Let:
         return ast.Let(str(c[0]), c[1], self._span(meta))
+
+    @v_args(meta=True)
+    def fragment_decl(self, meta: Any, c: list[Any]) -> ast.Fragment:
+        return ast.Fragment(str(c[0]), c[1], self._span(meta), self._tok(c[0]))
+
+    @v_args(meta=True)
+    def use_stmt(self, meta: Any, c: list[Any]) -> ast.Use:
+        return ast.Use(str(c[0]), self._span(meta), self._tok(c[0]))
 
     # ---- tasks ----
     @v_args(meta=True)
@@ -311,29 +319,17 @@ class _ToAst(Transformer[Any, Any]):
         return ast.Neg(c[0], self._span(meta))
 
 
-def _friendly(err: lark.exceptions.UnexpectedInput) -> tuple[str, str] | None:
+def _friendly(err: lark.exceptions.UnexpectedInput, source: str) -> tuple[str, str] | None:
     """Pick the message of the known bad input whose parser state matches `err`."""
-    examples = {i: list(ex.examples) for i, ex in enumerate(SYNTAX_EXAMPLES)}
     try:
-        label = err.match_examples(parser().parse, examples, use_accepts=True)
+        ex = best_match(err, parser().parse, source)
     except Exception:  # noqa: BLE001 - a failed match only loses the friendly text
-        label = None
-    if label is None:
         return None
-    ex = SYNTAX_EXAMPLES[int(label)]
-    return ex.message, ex.hint
+    return None if ex is None else (ex.message, ex.hint)
 
 
-def _describe(err: lark.exceptions.UnexpectedInput) -> str:
-    if isinstance(err, lark.exceptions.UnexpectedToken):
-        tok = err.token
-        found = "end of file" if tok.type == "$END" else f"'{tok}'"
-        expected = sorted(e for e in err.accepts or err.expected if not e.startswith("__"))
-        shown = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
-        return f"unexpected {found}; expected one of: {shown}"
-    if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        return f"unexpected character '{err.char}'"
-    return "unexpected end of file"
+def _describe(err: lark.exceptions.UnexpectedInput, source: str) -> str:
+    return describe(err, parser().terminals, source)
 
 
 def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
@@ -349,8 +345,8 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
             lines = file.lines or [""]
             line, col = len(lines), len(lines[-1]) + 1
         span = Span(file, int(line), int(col), int(line), int(col) + 1)
-        friendly = _friendly(err)
-        detail = _describe(err)
+        friendly = _friendly(err, file.text)
+        detail = _describe(err, file.text)
         if friendly:
             bag.add("PG001", f"{friendly[0]} ({detail})", span, hint=friendly[1])
         else:

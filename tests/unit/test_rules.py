@@ -169,7 +169,7 @@ def test_allocations_on_the_entry_ring_is_heap_deadlock(tmp_path: Path) -> None:
 
 
 def test_six_nested_scopes_note_ring3() -> None:
-    plan, bag = plan_program(Path(__file__).parents[1] / "diagnostics" / "PG107_ring-clamped.pgl")
+    plan, bag = plan_program(Path(__file__).parents[1] / "diagnostics" / "PG107_ring_clamped.pgl")
     assert len(_codes(bag, "PG107")) == 3
 
 

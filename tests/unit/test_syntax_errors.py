@@ -1,0 +1,125 @@
+"""The table of known bad inputs (pgraph.syntax.syntax_errors): every example gets its own message.
+
+Each SYNTAX_EXAMPLES entry lists bad snippets; parsing any of them must give exactly one PG001
+whose message is that entry's message (followed by the parser detail in parentheses) and whose
+hint is that entry's hint. The detail names tokens as users type them, never Lark's internal
+terminal names, and suggests the nearest keyword for a misspelt one.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pgraph.diagnostics import DiagnosticBag, Severity
+from pgraph.source import SourceFile
+from pgraph.syntax.parser import parse_source, parser
+from pgraph.syntax.syntax_errors import SYNTAX_EXAMPLES, edit_distance, example_error
+
+CASES = [(i, text) for i, entry in enumerate(SYNTAX_EXAMPLES) for text in entry.examples]
+
+
+def pg001(text: str):
+    bag = DiagnosticBag()
+    module = parse_source(SourceFile("<test>", text), bag)
+    assert module is None, f"{text!r} parsed"
+    assert [d.code for d in bag.items] == ["PG001"], [d.message for d in bag.items]
+    diag = bag.items[0]
+    assert diag.level is Severity.ERROR
+    return diag
+
+
+@pytest.mark.parametrize(("index", "text"), CASES, ids=[f"{i}:{t[:30]}" for i, t in CASES])
+def test_every_example_gets_its_entry_message(index: int, text: str) -> None:
+    entry = SYNTAX_EXAMPLES[index]
+    diag = pg001(text)
+    assert diag.message.startswith(entry.message + " ("), diag.message
+    assert diag.message.endswith(")")
+    assert diag.hint == entry.hint
+
+
+def test_messages_are_distinct_and_examples_unique() -> None:
+    messages = [e.message for e in SYNTAX_EXAMPLES]
+    assert len(messages) == len(set(messages))
+    texts = [t for _, t in CASES]
+    assert len(texts) == len(set(texts))
+    assert all(e.examples and e.hint for e in SYNTAX_EXAMPLES)
+
+
+def test_every_example_is_really_a_syntax_error() -> None:
+    for _, text in CASES:
+        assert example_error(parser().parse, text) is not None, text
+
+
+@pytest.mark.parametrize(("index", "text"), CASES, ids=[f"{i}:{t[:30]}" for i, t in CASES])
+def test_detail_uses_the_characters_users_type(index: int, text: str) -> None:
+    diag = pg001(text)
+    internal = {t.name for t in parser().terminals} | {"$END"}
+    detail = diag.message[len(SYNTAX_EXAMPLES[index].message):]
+    words = set(re.findall(r"\$?[A-Z_][A-Z_0-9]{2,}", detail.split("expected one of:")[-1]))
+    assert not words & internal, detail
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("const A 1", "expected one of: '='"),
+    ("tensor x : f32", "expected one of: '['"),
+    ("const A =", "a name, an integer"),
+    ("entry e { spmd a[i in 0 5] }", "'..'"),
+    ("entry e { spmd a[i in 0 5] }", "'+' or '-'"),
+    ("tensor x : [16]", "a dtype (bf16,"),
+    ("entry e {", "a task kind (at, spmd, parallel, dummy, tiles)"),
+    ("entry e {", "unexpected end of file"),
+])
+def test_expected_tokens_are_friendly(text: str, needle: str) -> None:
+    assert needle in pg001(text).message
+
+
+@pytest.mark.parametrize(("text", "keyword"), [
+    ("cosnt A = 1", "const"),                       # a swap: const (same length), not cost
+    ("kernal k aic (a : in f32[1])", "kernel"),
+    ("entry e { paralel a[i in 0..4] { } }", "parallel"),
+    ("entry e { manaul scope { } }", "manual"),
+    ("entry e { at t { rads x[0] } }", "reads"),
+    ("entry e { at t { call k(x) } at u dep(t) }", "deps"),
+    ("tensor x : f32[16, 5120] extrenal", "external"),
+])
+def test_misspelt_keyword_gets_a_suggestion(text: str, keyword: str) -> None:
+    assert f"(did you mean '{keyword}'?)" in pg001(text).message
+
+
+@pytest.mark.parametrize("text", ["entry e { q_proj deps(x) }", "entry e { at a foo }", "entry e { foo }"])
+def test_no_suggestion_for_an_unrelated_word(text: str) -> None:
+    assert "did you mean" not in pg001(text).message
+
+
+def test_edit_distance_counts_adjacent_swaps_as_one() -> None:
+    assert edit_distance("cosnt", "const") == 1
+    assert edit_distance("cosnt", "cost") == 1
+    assert edit_distance("kernal", "kernel") == 1
+    assert edit_distance("", "abc") == 3
+    assert edit_distance("spmd", "spmd") == 0
+
+
+def test_name_starting_with_a_keyword_is_reported_whole() -> None:
+    """`inv_rms` lexes as the keyword `in` + `v_rms`; the message names what the user wrote."""
+    diag = pg001("entry e {\n  at rms_recip { call rms_recip(cur inv_rms) }\n}\n")
+    assert diag.message.startswith("items in a list are separated by ','")
+    assert "unexpected 'inv_rms'" in diag.message
+    assert (diag.span.line, diag.span.col) == (2, 37)
+
+
+def test_position_of_an_error_at_end_of_file() -> None:
+    diag = pg001("const A = 1\nentry e {\n")
+    assert diag.span is not None
+    assert (diag.span.line, diag.span.col) == (2, len("entry e {") + 1)
+
+
+def test_example_state_matching_ignores_the_items_above() -> None:
+    """The same mistake after other declarations still gets its message (LALR state, not depth)."""
+    text = 'const A = 1\ntensor x : f32[16] external\nkernel k aiv (a : in f32[16])\nentry e { at t { call k(x y) } }\n'
+    assert pg001(text).message.startswith("items in a list are separated by ','")
+
+
+def test_name_starting_with_a_task_kind_is_not_a_task() -> None:
+    pg001("entry e { attn deps(x) }")
