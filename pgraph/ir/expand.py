@@ -564,6 +564,10 @@ class Expander:
             cycle = nx.find_cycle(self.g.graph)
         except nx.NetworkXNoCycle:
             return
+        # Start at an edge whose producer is submitted after its consumer (every cycle has
+        # one): that dep names a future task, so it is the one to report.
+        back = next((i for i, (u, v) in enumerate(cycle) if u > v), 0)
+        cycle = cycle[back:] + cycle[:back]
         names = [self.g.instances[u].label for u, _ in cycle]
         first = self.g.graph.edges[cycle[0]]
         notes = []

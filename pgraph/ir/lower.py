@@ -6,6 +6,7 @@ one run reports as much as possible, and returns None when any error was found.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable, Mapping
 
@@ -14,13 +15,14 @@ import attrs
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.ir import program as ir
 from pgraph.ir.expr import EvalError, evaluate, free_vars, substitute
+from pgraph.ir.fragments import FragmentTable, choose_entry
 from pgraph.ir.loader import Loaded
 from pgraph.source import Span
 from pgraph.syntax import ast
 from pgraph.target import A2A3_DEFAULTS, DEFAULT_COSTS
 
 ACCESS_KIND = {"reads": "read", "writes": "write", "atomic_add": "atomic"}
-ACCESS_VERB = {"read": "reads", "write": "writes", "atomic": "accumulates into (atomic_add)"}
+ACCESS_VERB = {"read": "reads it", "write": "writes it", "atomic": "accumulates into it (atomic_add)"}
 #: Which explicit access kinds each parameter direction admits.
 DIRECTION_ACCESSES = {
     "in": {"read"},
@@ -74,6 +76,7 @@ class Lowerer:
         self.carry_types: dict[str, ir.Tensor] = {}
         self.taskids: dict[int, list[tuple[str, Span]]] = {}
         self.entry: ast.Entry | None = None
+        self.fragments = FragmentTable()
         #: Names whose declaration already failed with an error: later uses stay silent.
         self.failed: set[str] = set()
         self.loop_stack: tuple[int, ...] = ()
@@ -116,8 +119,10 @@ class Lowerer:
             value = self.const_value(name, node.span if node else expr_span(expr))
             if value is None:
                 if name not in self.const_decls:
+                    guess = _closest(name, self.const_decls)
                     self.err("PG002", f"'{name}' is not a declared constant ({what})", node.span if node else None,
-                             hint="declare it with `const NAME = ...` or fix the spelling")
+                             hint=f"did you mean '{guess}'?" if guess else
+                             "declare it with `const NAME = ...` or fix the spelling")
                 return None
             env[name] = value
         try:
@@ -140,8 +145,10 @@ class Lowerer:
             value = self.const_value(name, node.span if node else expr_span(expr)) if name in self.const_decls else None
             if value is None:
                 if name not in self.const_decls:
+                    guess = _closest(name, [*self.const_decls, *env.values, *env.variables])
                     self.err("PG002", f"'{name}' is not defined here", node.span if node else None,
-                             hint="declare it (const, let, index variable or loop variable) before use")
+                             hint=f"did you mean '{guess}'?" if guess else
+                             "declare it (const, let, index variable or loop variable) before use")
                 ok = False
                 continue
             values[name] = ast.Num(value, node.span if node else expr_span(expr))
@@ -167,6 +174,8 @@ class Lowerer:
     # ---- driver ----
     def run(self) -> ir.Program | None:
         items = self.loaded.items
+        self.bag.note_hooks.append(self.fragments.notes)
+        entries: dict[str, ast.Entry] = {}  # the first entry of each file
         for item in items:
             if isinstance(item, ast.Const):
                 if item.name in self.const_decls:
@@ -176,8 +185,9 @@ class Lowerer:
         for name, ov in self.overrides.items():
             if name not in self.const_decls:
                 known = ", ".join(sorted(self.const_decls)[:6])
+                guess = _closest(name, self.const_decls)
                 self.err("PG017", f"{ov.origin} overrides '{name}', which the spec does not declare", ov.span,
-                         hint=f"declared constants include: {known}, ...")
+                         hint=f"did you mean '{guess}'?" if guess else f"declared constants include: {known}, ...")
         for item in items:
             if isinstance(item, ast.Const):
                 self.const_value(item.name, item.span)
@@ -196,11 +206,14 @@ class Lowerer:
                 self.declare_target(item)
             elif isinstance(item, ast.Cost):
                 self.cost_items.append(item)
+            elif isinstance(item, ast.Fragment):
+                self.declare_fragment(item)
             elif isinstance(item, ast.Entry):
-                if self.entry is not None:
-                    self.dup(item.name, item.span, self.entry.span, "entry")
+                if item.span.filename in entries:
+                    self.dup(item.name, item.span, entries[item.span.filename].span, "entry")
                 else:
-                    self.entry = item
+                    entries[item.span.filename] = item
+        self.entry = self.select_entry(list(entries.values()))
         if self.entry is None:
             if not self.bag.has_errors:
                 span = Span(self.loaded.root, 1, 1, 1, 1)
@@ -261,7 +274,53 @@ class Lowerer:
                     continue
                 self.costs[c.name] = value
 
+    def select_entry(self, entries: list[ast.Entry]) -> ast.Entry | None:
+        """The root file's entry, else the only entry of an included file; PG034 when several."""
+        choice = choose_entry(entries, self.loaded.root.display)
+        if not choice.ambiguous:
+            return choice.entry
+        chains = [self.loaded.include_chain.get(e.span.filename, ()) for e in choice.ambiguous]
+        span = chains[1][0] if chains[1] else Span(self.loaded.root, 1, 1, 1, 1)
+        files = ", ".join(e.span.filename for e in choice.ambiguous)
+        self.err("PG034", f"the root file declares no entry, and {len(choice.ambiguous)} included files do ({files})",
+                 span, [Note(f"entry '{e.name}' is declared here", e.span) for e in choice.ambiguous],
+                 hint="declare the entry in the root file: it overrides the entries of included files")
+        return None
+
+    def declare_fragment(self, item: ast.Fragment) -> None:
+        first = self.fragments.decls.get(item.name)
+        if first is not None:
+            self.dup(item.name, item.name_span, first.name_span, "fragment")
+            return
+        self.fragments.decls[item.name] = item
+
+    def use_fragment(self, use: ast.Use, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
+        """Lower the statements of fragment `use.name` here, as if they were written in place of `use`."""
+        frag = self.fragments.decls.get(use.name)
+        if frag is None:
+            guess = _closest(use.name, self.fragments.decls)
+            self.err("PG002", f"fragment '{use.name}' is not declared", use.name_span,
+                     hint=f"did you mean '{guess}'?" if guess else
+                     "declare it at the top level of a file: `fragment NAME { statements }`")
+            return
+        cycle = self.fragments.cycle(use)
+        if cycle is not None:
+            self.err("PG033", f"fragment '{use.name}' uses itself: {' -> '.join(cycle)}", use.span,
+                     [Note(f"fragment '{use.name}' is declared here", frag.name_span)],
+                     hint="a `use` splices the fragment in place, so a cycle never ends; remove the `use` "
+                          "that closes it")
+            return
+        with self.fragments.expanding(use):
+            self.walk(frag.block, scope, env, phase, loops)
+
     def dup(self, name: str, span: Span, first: Span, what: str) -> None:
+        earlier = self.fragments.reused(span, first)
+        if earlier is not None:  # the same declaration again: its fragment is used a second time
+            self.err("PG003", f"{what} '{name}' is declared twice: fragment '{earlier.name}' is used more than once",
+                     span, [Note("the first use declares it", earlier.span)],
+                     hint="each `use` declares the fragment's tasks and tensors again; use it once, or move "
+                          "the declaration out of the fragment")
+            return
         self.err("PG003", f"{what} '{name}' is declared twice", span,
                  [Note("first declared here", first)], hint="rename one of them")
 
@@ -415,6 +474,8 @@ class Lowerer:
                 self.walk(stmt.block, scope, env, stmt.name, loops)
             elif isinstance(stmt, ast.TaskIds):
                 self.taskids.setdefault(scope, []).extend((n, stmt.span) for n in stmt.names)
+            elif isinstance(stmt, ast.Use):
+                self.use_fragment(stmt, scope, env, phase, loops)
             elif isinstance(stmt, ast.Task):
                 self.lower_task(stmt, scope, env, phase, loops)
 
@@ -546,8 +607,10 @@ class Lowerer:
             self.err("PG019", f"deps name tasks, but '{dep.target}' is {what}", dep.span,
                      hint="name the task (at/spmd/parallel/dummy/tiles) that must finish first")
             return
+        guess = _closest(dep.target, [*self.tilesets, *(c for c, v in self.carries.items() if v.kind == "task")])
         self.err("PG002", f"'{consumer}' depends on '{dep.target}', which is not a declared task", dep.span,
-                 hint="deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
+                 hint=f"did you mean '{guess}'?" if guess else
+                 "deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
 
     def mark_identical_loops(self) -> None:
         """A loop's iterations are identical (window expansion is exact) when neither its deps nor
@@ -909,8 +972,8 @@ class Lowerer:
                          "extent", span, hint="a slice `a:b` needs a <= b; `a +: n` needs n >= 0")
                 return None
             if shape is not None and tuple(shape) != tuple(param.shape):
-                self.err("PG012", f"the region has shape {list(shape)} but parameter '{param.name}' of "
-                         f"'{kernel.name}' expects {list(param.shape)}", span, note,
+                self.err("PG012", f"the region of '{region.tensor}' has shape {list(shape)} but parameter "
+                         f"'{param.name}' of '{kernel.name}' expects {list(param.shape)}", span, note,
                          hint="single indices drop their dimension; `a +: n` keeps n")
                 return None
         return ir.Arg(param, region, None, span)
@@ -951,7 +1014,7 @@ class Lowerer:
                 ok = False
             elif acc.kind not in DIRECTION_ACCESSES[arg.param.direction]:
                 self.err("PG010", f"'{acc.region.tensor}' is passed as {arg.param.direction} "
-                         f"('{arg.param.name}') but the task {ACCESS_VERB[acc.kind]} it", acc.span,
+                         f"('{arg.param.name}') but the task {ACCESS_VERB[acc.kind]}", acc.span,
                          [Note(f"parameter '{arg.param.name}' declared here", arg.param.span)],
                          hint="the direction decides the runtime's edges: In reads, Out writes, InOut both, "
                               "atomic_add accumulates")
@@ -971,6 +1034,12 @@ class Lowerer:
             return t.base or t.name
         carry = self.carries.get(name)
         return carry.name if carry else name
+
+
+def _closest(name: str, candidates: Iterable[str]) -> str | None:
+    """The declared name most like a misspelt `name` (difflib ratio >= 0.8), for a hint."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def _zero_env(expr: ast.Expr) -> dict[str, int]:

@@ -332,6 +332,32 @@ class TaskIds:
 
 
 @attrs.frozen
+class Use:
+    """`use NAME`: the statements of fragment NAME, spliced in place at lowering.
+
+    Names inside the fragment resolve here, at the use site (loop variables, carries,
+    lets and tensors of the enclosing blocks); `span` is the whole statement.
+    """
+
+    name: str
+    span: Span
+    name_span: Span
+
+
+@attrs.frozen
+class Fragment:
+    """`fragment NAME { statements }`: a top-level, reusable statement list.
+
+    It is lowered only where a `use` names it, once per use; `name_span` is the name token.
+    """
+
+    name: str
+    block: Block
+    span: Span
+    name_span: Span
+
+
+@attrs.frozen
 class Entry:
     """`entry name { ... }`: the orchestration function; its body is scope depth 1."""
 
@@ -367,8 +393,8 @@ class Cost:
     span: Span
 
 
-Stmt = Union[TensorDecl, ViewDecl, Let, Assert, ScopeStmt, ForStmt, PhaseStmt, TaskIds, Task]
-Item = Union[Include, Const, Assert, TensorDecl, ScalarDecl, ViewDecl, KernelDecl, Entry, Target, Cost]
+Stmt = Union[TensorDecl, ViewDecl, Let, Assert, ScopeStmt, ForStmt, PhaseStmt, TaskIds, Use, Task]
+Item = Union[Include, Const, Assert, TensorDecl, ScalarDecl, ViewDecl, KernelDecl, Entry, Target, Cost, Fragment]
 
 
 @attrs.frozen

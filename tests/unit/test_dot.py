@@ -225,9 +225,13 @@ def test_head_clusters(head_text: str) -> None:
     assert all(where[n] == ["cluster_0", "cluster_3", "cluster_4"] for n in HEAD_DISPATCHES[4:27])
     labels = dict(re.findall(r"subgraph (cluster_\d+) \{\n\t+[^\n]*label=\"([^\"]+)\"", head_text))
     assert labels["cluster_0"] == "entry decode_fwd_layers\\lauto · depth 1 · ring 1\\l"
-    assert labels["cluster_2"] == "scope #2 (line 24)\\lmanual · depth 2 · ring 2\\l"
+    # a scope is labelled with its source line (x_gamma0's manual scope is in fragment entry_setup)
+    lines = HEAD_SPEC.read_text(encoding="utf-8").splitlines()
+    setup = next(i for i, t in enumerate(lines, 1) if t.strip() == "manual scope {")
+    layer = next(i for i, t in enumerate(lines, 1) if t.strip() == "manual scope ring 3 {")
+    assert labels["cluster_2"] == f"scope #2 (line {setup})\\lmanual · depth 2 · ring 2\\l"
     assert labels["cluster_3"] == "for L in 0..40 (40 iterations, L=1 drawn)\\lauto · depth 2 · ring 2\\l"
-    assert labels["cluster_4"] == "scope #4 (line 59)\\lmanual · depth 3 · ring 3\\l"
+    assert labels["cluster_4"] == f"scope #4 (line {layer})\\lmanual · depth 3 · ring 3\\l"
 
 
 # ---- edges ------------------------------------------------------------------------------------------

@@ -133,7 +133,7 @@ CONSTRUCTS = (
     "auto scope", "manual scope", "ring ", "for ", "unscoped", "carry ", " then ", "phase ", "taskids ", "let ",
     "at ", "spmd ", "parallel ", "dummy ", "tiles ", "wave ", ": parallel", ": spmd", "spmd(", "early",
     "sync_start", "deps(", ", *]", "..", "+:", "reads ", "writes ", "atomic_add ", "indirect(", "call ", "ceildiv(",
-    "min(", "max(", " % ", " and ", " or ", "not ", "==", "target ", "cost ", "#",
+    "min(", "max(", " % ", " and ", " or ", "not ", "==", "target ", "cost ", "fragment ", "use ", "#",
 )
 
 
