@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pgraph import __version__
-from pgraph.diagnostics import DiagnosticBag, render_all_text, render_json
+from pgraph.diagnostics import DiagnosticBag, Severity, render_all_text, render_json
 from pgraph.driver import Options, UsageError, parse_define, plan_program
 
 
@@ -25,6 +25,9 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a normal output file follows the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -39,6 +42,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="constant overrides from a .pgl file of `const` lines (a bare name is <spec dir>/configs/NAME.pgl)")
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    p.add_argument("--notes", action="store_true",
+                   help="also print notes (`plan` always does; `check` and `build` count them)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(plan)
     plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
     plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+    run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
+                                     "against the dense reference")
+    run.add_argument("spec", help="the .pgl file")
+    run.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a constant before folding (repeatable)")
+    run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
+    run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
+    run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S+trial")
+    run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo", help="execution order")
+    run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions")
+    build = sub.add_parser("build", help="check a spec and write the device orchestration for a target runtime")
+    _common(build)
+    build.add_argument("--target", required=True, choices=("a2a3",),
+                       help="a2a3: orchestration C++ and kernel_config.py for simpler's tensormap_and_ringbuffer")
+    build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                       help="output directory (written only when the plan has no errors)")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -61,11 +83,16 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers)
 
 
-def _emit_diagnostics(bag: DiagnosticBag, fmt: str, stream: object = None) -> None:
+def _emit_diagnostics(bag: DiagnosticBag, fmt: str, notes: bool = True) -> None:
+    """Print diagnostics to stderr; with `notes=False` notes are counted, not shown."""
     diags = bag.sorted()
     if fmt == "json":
         return
-    text = render_all_text(diags)
+    shown = diags if notes else [d for d in diags if d.level is not Severity.NOTE]
+    text = render_all_text(shown)
+    hidden = len(diags) - len(shown)
+    if hidden:
+        text += f"{hidden} note(s) not shown (pass --notes, or see `pgraph plan`)\n"
     if text:
         print(text, file=sys.stderr, end="")
 
@@ -76,7 +103,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
-        _emit_diagnostics(bag, "text")
+        _emit_diagnostics(bag, "text", notes=args.notes)
         if not bag.has_errors:
             print(f"{args.spec}: ok")
     return 1 if bag.has_errors else 0
@@ -110,6 +137,47 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    """`pgraph run`: execute every layer with the NumPy backend, compare with the dense reference."""
+    from pgraph.backends.numpy.runner import Session, describe, run_trials
+
+    if args.trials < 1:
+        raise UsageError("--trials must be at least 1")
+    try:
+        session, bag = Session.create(args.spec, _options(args), seed=args.seed, batch=args.batch)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if session is None:
+        _emit_diagnostics(bag, "text")
+        return 1
+    print(describe(session, args.spec, args.config, args.seed))
+    return run_trials(session, args.order, args.trials, args.seed)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """`pgraph build --target a2a3 -o OUTDIR`: diagnostics, then the backend's files (none on errors)."""
+    from pgraph.backends.a2a3 import BackendError, build, write_build
+
+    opts = _options(args)
+    plan, bag = plan_program(args.spec, opts)
+    if args.format == "json":
+        print(render_json(bag.sorted()))
+    else:
+        _emit_diagnostics(bag, "text", notes=args.notes)
+    if plan is None or bag.has_errors:
+        return 1
+    try:
+        files = build(plan, args.spec, opts)
+    except BackendError as err:
+        print(f"pgraph: error: {err}", file=sys.stderr)
+        return 1
+    write_build(files, args.output)
+    if args.format == "text":
+        for rel in sorted(files):
+            print(f"wrote {Path(args.output) / rel}")
+    return 0
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """`pgraph explain CODE`: the rule's documentation."""
     from pgraph.explain import explain
@@ -128,8 +196,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "run":
+            return cmd_run(args)
         if args.command == "plan":
             return cmd_plan(args)
+        if args.command == "build":
+            return cmd_build(args)
         return cmd_explain(args)
     except UsageError as err:
         print(f"pgraph: error: {err}", file=sys.stderr)
