@@ -30,6 +30,9 @@ DIRECTION_ACCESSES = {
     "inout": {"read", "write"},
     "atomic_add": {"atomic"},
 }
+#: (wave name, task axes, block axes, wave flags, wave deps, span) of one dispatch of a task.
+WaveSpec = tuple[str | None, list[ir.IAxis], list[ir.IAxis], tuple[str, ...], tuple[ast.Dep, ...], Span]
+
 DIRECTION_DEFAULT = {"in": ("read",), "out": ("write",), "inout": ("read", "write"), "atomic_add": ("atomic",)}
 
 
@@ -690,8 +693,7 @@ class Lowerer:
         if body is None:
             return
         accesses, kernel, args = body
-        specs: list[tuple[str | None, list[ir.IAxis], list[ir.IAxis], tuple[str, ...], tuple[ast.Dep, ...],
-                          Span]] = []
+        specs: list[WaveSpec] = []
         if t.kind == "tiles":
             specs = self.wave_specs(t, axes, waves, local)
         elif t.kind == "spmd":
@@ -718,9 +720,8 @@ class Lowerer:
             names.append(name)
         self.tilesets[t.name] = attrs.evolve(self.tilesets[t.name], dispatches=tuple(names))
 
-    def wave_specs(self, t: ast.Task, axes: list[ir.IAxis], waves: list[ast.Wave], env: _Env) -> list[
-            tuple[str | None, list[ir.IAxis], list[ir.IAxis], tuple[str, ...], tuple[ast.Dep, ...], Span]]:
-        out = []
+    def wave_specs(self, t: ast.Task, axes: list[ir.IAxis], waves: list[ast.Wave], env: _Env) -> list[WaveSpec]:
+        out: list[WaveSpec] = []
         boxes: list[tuple[str, Span, list[ir.IAxis]]] = []
         by_var = {a.var: a for a in axes}
         seen: dict[str, Span] = {}
@@ -794,7 +795,7 @@ class Lowerer:
                 continue
             sels = []
             for sel in dep.sels or ():
-                parts = []
+                parts: list[ast.Expr | None] = []
                 for e in (sel.a, sel.b):
                     if e is None:
                         parts.append(None)
@@ -1007,15 +1008,15 @@ class Lowerer:
         out: list[ir.Access] = []
         ok = True
         for acc in explicit:
-            arg = by_tensor.get(self.root_of(acc.region.tensor))
-            if arg is None:
+            bound = by_tensor.get(self.root_of(acc.region.tensor))
+            if bound is None:
                 self.err("PG010", f"the task accesses '{acc.region.tensor}' but does not pass it to "
                          f"'{kernel.name}'", acc.span, hint="a kernel touches only the tensors it is passed")
                 ok = False
-            elif acc.kind not in DIRECTION_ACCESSES[arg.param.direction]:
-                self.err("PG010", f"'{acc.region.tensor}' is passed as {arg.param.direction} "
-                         f"('{arg.param.name}') but the task {ACCESS_VERB[acc.kind]}", acc.span,
-                         [Note(f"parameter '{arg.param.name}' declared here", arg.param.span)],
+            elif acc.kind not in DIRECTION_ACCESSES[bound.param.direction]:
+                self.err("PG010", f"'{acc.region.tensor}' is passed as {bound.param.direction} "
+                         f"('{bound.param.name}') but the task {ACCESS_VERB[acc.kind]}", acc.span,
+                         [Note(f"parameter '{bound.param.name}' declared here", bound.param.span)],
                          hint="the direction decides the runtime's edges: In reads, Out writes, InOut both, "
                               "atomic_add accumulates")
                 ok = False

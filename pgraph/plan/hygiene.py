@@ -17,7 +17,7 @@ class DuplicateDepsPass(Pass):
         g = plan.graph
         per_dispatch: dict[str, int] = defaultdict(int)
         spans: dict[str, object] = {}
-        for u, v, data in g.graph.edges(data=True):
+        for _u, v, data in g.graph.edges(data=True):
             extra = data["entries"] - 1
             inst = g.instances[v]
             if extra <= 0 or not (plan.in_layer(inst) or plan.layer_loop is None or not inst.iters):

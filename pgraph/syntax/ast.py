@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import attrs
 
 from pgraph.source import Span
@@ -62,7 +60,7 @@ class Func:
     span: Span
 
 
-Expr = Union[Num, Name, BinOp, Neg, Not, Func]
+Expr = Num | Name | BinOp | Neg | Not | Func
 
 # ---- regions, deps ----------------------------------------------------------------
 
@@ -171,7 +169,7 @@ class Wave:
     span: Span
 
 
-BodyItem = Union[Let, Access, ItemLoop, Call, Wave]
+BodyItem = Let | Access | ItemLoop | Call | Wave
 
 
 @attrs.frozen
@@ -393,8 +391,8 @@ class Cost:
     span: Span
 
 
-Stmt = Union[TensorDecl, ViewDecl, Let, Assert, ScopeStmt, ForStmt, PhaseStmt, TaskIds, Use, Task]
-Item = Union[Include, Const, Assert, TensorDecl, ScalarDecl, ViewDecl, KernelDecl, Entry, Target, Cost, Fragment]
+Stmt = TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | TaskIds | Use | Task
+Item = Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | Entry | Target | Cost | Fragment
 
 
 @attrs.frozen
