@@ -1,0 +1,177 @@
+"""One NumPy run session: plan (full expansion), inputs, dense reference, executions, `pgraph run`.
+
+`Session.create` plans a spec with every layer expanded, generates the inputs and runs the
+dense reference once; `Session.execute` runs the instance graph (or a mutated copy of its
+edges) in one order and compares the output with the reference.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import attrs
+import networkx as nx
+import numpy as np
+
+from pgraph.backends.numpy.binding import Binder
+from pgraph.backends.numpy.blas import blas_threads
+from pgraph.backends.numpy.compare import Comparison, compare
+from pgraph.backends.numpy.executor import Executor
+from pgraph.backends.numpy.golden import GoldenResult, golden_decode
+from pgraph.backends.numpy.inputs import Inputs, make_inputs
+from pgraph.backends.numpy.orders import block_permutation, make_order
+from pgraph.backends.numpy.races import RaceDetector, RaceFound, RaceReport
+from pgraph.backends.numpy.storage import KernelFault
+from pgraph.diagnostics import DiagnosticBag
+from pgraph.driver import Options, plan_program
+from pgraph.plan.base import Plan
+
+OUT_KEY = ("out", ())
+
+
+@attrs.define
+class Execution:
+    """One executed order: output, final f32 residual, races, fault, comparison, wall time."""
+
+    kind: str
+    seed: int
+    out: np.ndarray | None
+    residual: np.ndarray | None
+    races: list[RaceReport]
+    fault: str | None
+    comparison: Comparison | None
+    seconds: float
+    buffers: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No race, no kernel fault, and the comparison passed."""
+        return not self.races and self.fault is None and self.comparison is not None and self.comparison.ok
+
+
+@attrs.define
+class Session:
+    """A planned spec with its inputs and reference output."""
+
+    plan: Plan
+    inputs: Inputs
+    golden: GoldenResult
+    binder: Binder
+    layers: int
+
+    @classmethod
+    def create(cls, spec: str | Path, options: Options, seed: int = 1234, batch: int | None = None,
+               replicated: bool | None = None) -> tuple[Session | None, DiagnosticBag]:
+        """Plan `spec` (full expansion forced) and prepare inputs and the reference."""
+        plan, bag = plan_program(spec, attrs.evolve(options, full=True))
+        if plan is None or bag.has_errors:
+            return None, bag
+        inputs = make_inputs(plan.program, seed=seed, batch=batch, replicated=replicated)
+        with blas_threads(1):
+            golden = golden_decode(inputs, keep_layers=True)
+        binder = Binder(plan.graph, inputs.scalars)
+        return cls(plan, inputs, golden, binder, inputs.geometry.layers), bag
+
+    def residual_key(self) -> tuple[str, tuple[int, ...]] | None:
+        """Buffer read by copy_out (the final f32 residual stream), if the spec has one."""
+        for inst in self.plan.graph.instances:
+            if inst.kind in ("alloc", "dummy"):
+                continue
+            if self.plan.program.dispatch(inst.dispatch).kernel == "copy_out":
+                calls = self.binder.calls(inst.id)
+                src = calls[0].params[0]
+                return src.buffer
+        return None
+
+    def execute(self, kind: str, seed: int = 0, races: bool = True, graph: nx.DiGraph | None = None,
+                stop_at_first: bool = False, keep_buffers: bool = False,
+                order: list[int] | None = None) -> Execution:
+        """Run one order of `graph` (default: the plan's own edges) and compare with the reference.
+
+        `kind` is 'topo', 'random' (seeded by `seed`) or 'adversarial'; an explicit `order`
+        (a legal order of `graph`) overrides it, with blocks in index order.
+        """
+        ig = self.plan.graph
+        g = graph if graph is not None else ig.graph
+        detector = RaceDetector(ig, g, stop_at_first=stop_at_first) if races else None
+        ex = Executor(ig, self.inputs, self.binder, detector)
+        blocks = block_permutation(kind, seed) if order is None else None
+        order = make_order(kind, g, ig, seed) if order is None else order
+        t0 = time.perf_counter()
+        fault = None
+        try:
+            with blas_threads(1), np.errstate(all="ignore"):
+                result = ex.run(order, blocks, keep_going=races)  # type: ignore[arg-type]
+            fault = result.faults[0] if result.faults else None
+        except KernelFault as err:
+            fault = str(err)
+        except RaceFound:
+            pass
+        seconds = time.perf_counter() - t0
+        reports = list(detector.reports) if detector is not None else []
+        out = residual = None
+        comparison = None
+        if fault is None and not (stop_at_first and reports):
+            out = np.array(ex.storage[OUT_KEY].array) if OUT_KEY in ex.storage else None  # type: ignore[attr-defined]
+            rkey = self.residual_key()
+            if rkey is not None and rkey in ex.storage:
+                residual = np.array(ex.storage[rkey].array)  # type: ignore[attr-defined]
+            if out is not None:
+                comparison = compare(out, self.golden.out, self.inputs.batch, self.layers)
+        return Execution(kind, seed, out, residual, reports, fault, comparison, seconds,
+                         ex.storage if keep_buffers else None)
+
+
+def max_diff(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    """max |a - b| in f64 (inf when either is missing or non-finite)."""
+    if a is None or b is None:
+        return float("inf")
+    d = np.abs(np.asarray(a).astype(np.float64) - np.asarray(b).astype(np.float64))
+    return float(d.max()) if np.isfinite(d).all() else float("inf")
+
+
+def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=print, max_races: int = 10) -> int:
+    """Run `trials` executions of order `kind`, print one line each and a summary; exit code."""
+    ig = session.plan.graph
+    passed = 0
+    first: Execution | None = None
+    diffs: list[tuple[float, float]] = []
+    for t in range(trials):
+        s = seed + t
+        ex = session.execute(kind, seed=s)
+        label = f"trial {t + 1}/{trials} {kind}" + (f" (order seed {s})" if kind == "random" else "")
+        if ex.fault is not None:
+            print_fn(f"{label}: kernel fault: {ex.fault}")
+        elif ex.comparison is not None:
+            print_fn(f"{label}: {ex.comparison.render()}; races {len(ex.races)}")
+        else:
+            print_fn(f"{label}: no output")
+        for rep in ex.races[:max_races]:
+            print_fn(rep.render(ig))
+        if len(ex.races) > max_races:
+            print_fn(f"... {len(ex.races) - max_races} more race report(s)")
+        passed += ex.ok
+        if first is None:
+            first = ex
+        else:
+            diffs.append((max_diff(ex.out, first.out), max_diff(ex.residual, first.residual)))
+    if diffs:
+        print_fn(f"order independence: max |out - out(trial 1)| = {max(d[0] for d in diffs):.3e}, "
+                 f"max |f32 residual - trial 1| = {max(d[1] for d in diffs):.3e}")
+    print_fn(f"result: {passed}/{trials} trial(s) passed")
+    return 0 if passed == trials else 1
+
+
+def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
+    """Header line of `pgraph run`."""
+    ig = session.plan.graph
+    tasks = [i for i in ig.instances if i.kind not in ("alloc", "dummy")]
+    blocks = sum(i.blocks for i in tasks)
+    g = session.inputs.geometry
+    cfg = f", config {config}" if config else ""
+    mode = "replicated layer-0 weights" if session.inputs.replicated else "distinct weights per layer"
+    return (f"{spec}: {g.layers} layer(s), batch {session.inputs.batch}/{g.batch_pad}, seed {seed}{cfg}; "
+            f"hidden {g.hidden}, intermediate {g.intermediate}, heads {g.num_heads}/{g.num_kv_heads}; "
+            f"{len(tasks)} tasks, {blocks} blocks; {mode}")
+

@@ -1,0 +1,269 @@
+"""Buffers of the NumPy executor: dtypes, poison, dense / layer-replicated / row-overlay storage.
+
+Every buffer instance of the plan (an external tensor, or an allocation of one scope
+iteration) is one Storage. A kernel sees a tensor region either as a NumPy view of exactly
+that region (direct regions) or as a `RowAccess` bounded by the declared box (indirect
+regions, whose rows are data-dependent: paged KV caches, rows chosen by seq_lens).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import ml_dtypes
+import numpy as np
+
+from pgraph.ir.expand import Box
+
+#: .pgl dtype → NumPy dtype. bf16 is ml_dtypes.bfloat16 (round-to-nearest-even casts).
+NP_DTYPES: dict[str, np.dtype] = {
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
+    "u16": np.dtype(np.uint16),
+    "u32": np.dtype(np.uint32),
+    "u64": np.dtype(np.uint64),
+}
+
+#: Byte written into every byte of an allocated integer buffer (i32 reads -1515870811).
+POISON_BYTE = 0xA5
+
+
+class KernelFault(Exception):
+    """A kernel touched memory outside its declared regions, or read a poisoned/invalid value."""
+
+
+def poison_fill(a: np.ndarray) -> None:
+    """Poison `a` in place: NaN for floating dtypes, 0xA5 in every byte for integers."""
+    if a.dtype.kind == "f" or a.dtype == NP_DTYPES["bf16"]:
+        a[...] = np.nan
+    else:
+        a.view(np.uint8).reshape(-1)[...] = POISON_BYTE
+
+
+def poisoned(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """A new array of `shape`/`dtype` filled with poison (see `poison_fill`)."""
+    a = np.empty(tuple(shape), dtype=dtype)
+    poison_fill(a)
+    return a
+
+
+def box_slices(box: Box) -> tuple[slice, ...]:
+    """Box ((lo, hi) per dim) → tuple of slices."""
+    return tuple(slice(lo, hi) for lo, hi in box)
+
+
+def box_shape(box: Box) -> tuple[int, ...]:
+    """Extent of every dimension of `box`."""
+    return tuple(hi - lo for lo, hi in box)
+
+
+def reshape_view(a: np.ndarray, shape: tuple[int, ...] | None) -> np.ndarray:
+    """Reshape `a` to `shape` without copying (ValueError if that would need a copy)."""
+    if shape is None or tuple(a.shape) == tuple(shape):
+        return a
+    return a.reshape(shape, copy=False)
+
+
+class Storage:
+    """One buffer instance. Subclasses give direct views and row-level access."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def view(self, tshape: tuple[int, ...], box: Box, writable: bool) -> np.ndarray:
+        """The region `box` of the buffer seen with shape `tshape` (a view of the same bytes)."""
+        raise NotImplementedError
+
+    def take(self, tshape: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        """Copy of rows `rows` (absolute indices of dim 0 of the `tshape` view)."""
+        raise NotImplementedError
+
+    def put(self, tshape: tuple[int, ...], rows: np.ndarray, values: np.ndarray) -> None:
+        """Write `values` into rows `rows` (absolute indices of dim 0 of the `tshape` view)."""
+        raise NotImplementedError
+
+
+class DenseStorage(Storage):
+    """A plain ndarray holding the whole buffer (allocations and small external tensors)."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.shape = tuple(array.shape)
+        self.dtype = array.dtype
+        self._shaped: dict[tuple[int, ...], np.ndarray] = {}
+
+    def shaped(self, tshape: tuple[int, ...]) -> np.ndarray:
+        """The whole buffer reshaped to `tshape` (a view tensor of this root)."""
+        got = self._shaped.get(tshape)
+        if got is None:
+            got = reshape_view(self.array, tshape)
+            self._shaped[tshape] = got
+        return got
+
+    def view(self, tshape: tuple[int, ...], box: Box, writable: bool) -> np.ndarray:
+        v = self.shaped(tshape)[box_slices(box)]
+        if not writable:
+            v = v.view()
+            v.flags.writeable = False
+        return v
+
+    def take(self, tshape: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        return self.shaped(tshape)[rows]
+
+    def put(self, tshape: tuple[int, ...], rows: np.ndarray, values: np.ndarray) -> None:
+        self.shaped(tshape)[rows] = values
+
+
+class ReplicatedStorage(Storage):
+    """A read-only [count*period, ...] tensor whose every period is the same base array.
+
+    This is how multi-layer runs replicate the layer-0 weights (pypto-lib golden harness,
+    `--validate-fwd`: "builds N-layer stacks by replicating the layer-0 weights"), so 40
+    full-size layers need the memory of one. A region must lie inside one period.
+    """
+
+    def __init__(self, base: np.ndarray, count: int) -> None:
+        self.base = base
+        self.period = base.shape[0]
+        self.shape = (count * self.period, *base.shape[1:])
+        self.dtype = base.dtype
+
+    def _local(self, tshape: tuple[int, ...], box: Box) -> Box:
+        if tshape != self.shape:
+            raise KernelFault("a replicated tensor is only accessed with its own shape")
+        lo, hi = box[0]
+        layer = lo // self.period
+        if hi > lo and (hi - 1) // self.period != layer:
+            raise KernelFault(f"rows {lo}..{hi} span two replicated layers (period {self.period})")
+        return ((lo - layer * self.period, hi - layer * self.period), *box[1:])
+
+    def view(self, tshape: tuple[int, ...], box: Box, writable: bool) -> np.ndarray:
+        if writable:
+            raise KernelFault("replicated input tensors are read-only")
+        v = self.base[box_slices(self._local(tshape, box))].view()
+        v.flags.writeable = False
+        return v
+
+    def take(self, tshape: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        return self.base[np.asarray(rows) % self.period]
+
+    def put(self, tshape: tuple[int, ...], rows: np.ndarray, values: np.ndarray) -> None:
+        raise KernelFault("replicated input tensors are read-only")
+
+
+class OverlayStorage(Storage):
+    """Row-granular copy-on-write over a read-only source (the per-layer paged KV caches).
+
+    Reads gather from the source and apply the rows written so far; writes go to a dict of
+    rows. The executor never copies the 128 MiB-per-layer full-size cache.
+    """
+
+    def __init__(self, source: Storage) -> None:
+        self.source = source
+        self.shape = source.shape
+        self.dtype = source.dtype
+        self.rows: dict[int, np.ndarray] = {}
+
+    def _check(self, tshape: tuple[int, ...]) -> None:
+        if tshape != self.shape:
+            raise KernelFault("an overlay tensor is only accessed with its own shape")
+
+    def view(self, tshape: tuple[int, ...], box: Box, writable: bool) -> np.ndarray:
+        if writable:
+            raise KernelFault("a row-overlay tensor (paged KV cache) is written through indirect rows only")
+        self._check(tshape)
+        rows = np.arange(box[0][0], box[0][1])
+        out = self.take(tshape, rows)[(slice(None), *box_slices(box[1:]))]
+        out.flags.writeable = False
+        return out
+
+    def take(self, tshape: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        self._check(tshape)
+        rows = np.asarray(rows)
+        out = np.array(self.source.take(tshape, rows))
+        if self.rows:
+            flat = rows.reshape(-1)
+            hit = np.flatnonzero(np.isin(flat, np.fromiter(self.rows, dtype=np.int64)))
+            view = out.reshape(flat.shape[0], *self.shape[1:])
+            for i in hit:
+                view[i] = self.rows[int(flat[i])]
+        return out
+
+    def put(self, tshape: tuple[int, ...], rows: np.ndarray, values: np.ndarray) -> None:
+        self._check(tshape)
+        flat = np.asarray(rows).reshape(-1)
+        vals = np.broadcast_to(np.asarray(values, dtype=self.dtype), (*np.asarray(rows).shape, *self.shape[1:]))
+        vals = vals.reshape(flat.shape[0], *self.shape[1:])
+        for r, v in zip(flat.tolist(), vals, strict=False):
+            self.rows[r] = np.array(v)
+
+
+class RowAccess:
+    """An indirect region as a kernel sees it: rows of dim 0 chosen at run time.
+
+    Indices are relative to the region's first row (like a device pointer to the region);
+    every access is bounds-checked against the declared boxes (KernelFault otherwise).
+    `origin` is the absolute first row; `rows_read`/`rows_written` count the rows touched.
+    Shape is the region's shape; the trailing dims are always accessed whole.
+    """
+
+    def __init__(self, storage: Storage, tshape: tuple[int, ...], box: Box, name: str,
+                 read_boxes: list[Box], write_boxes: list[Box]) -> None:
+        self.storage = storage
+        self.tshape = tshape
+        self.box = box
+        self.name = name
+        self.origin = box[0][0]
+        self.shape = box_shape(box)
+        self.dtype = storage.dtype
+        self.read_boxes = read_boxes
+        self.write_boxes = write_boxes
+        self.rows_read = 0
+        self.rows_written = 0
+
+    def _absolute(self, rows: np.ndarray | int, boxes: list[Box], what: str) -> np.ndarray:
+        r = np.asarray(rows, dtype=np.int64)
+        if r.size == 0:
+            return r + self.origin
+        if r.min() < 0 or r.max() >= self.shape[0]:
+            raise KernelFault(f"{what} row {int(r.min()) if r.min() < 0 else int(r.max())} of '{self.name}' "
+                              f"is outside the region's {self.shape[0]} rows")
+        a = r + self.origin
+        ok = np.zeros(a.shape, dtype=bool)
+        for b in boxes:
+            ok |= (a >= b[0][0]) & (a < b[0][1])
+        if not ok.all():
+            bad = int(a[~ok].reshape(-1)[0])
+            raise KernelFault(f"{what} row {bad} of '{self.name}' is outside the regions the spec declares")
+        return a
+
+    def _cols_ok(self, boxes: list[Box], what: str) -> None:
+        full = tuple((0, n) for n in self.tshape[1:])
+        if not any(tuple(b[1:]) == full for b in boxes) and len(self.tshape) > 1:
+            raise KernelFault(f"{what} '{self.name}': the declared region does not cover whole rows")
+
+    def take(self, rows: np.ndarray | int) -> np.ndarray:
+        """Copy of the region rows `rows` (relative), with all trailing dims."""
+        a = self._absolute(rows, self.read_boxes, "read of")
+        self._cols_ok(self.read_boxes, "read of")
+        self.rows_read += int(a.size)
+        return self.storage.take(self.tshape, a)
+
+    def put(self, rows: np.ndarray | int, values: np.ndarray) -> None:
+        """Write `values` (cast to the buffer dtype) into region rows `rows` (relative)."""
+        a = self._absolute(rows, self.write_boxes, "write to")
+        self._cols_ok(self.write_boxes, "write to")
+        self.rows_written += int(a.size)
+        self.storage.put(self.tshape, a, np.asarray(values).astype(self.dtype))
+
+
+def nbytes_of(shape: Sequence[int], dtype: np.dtype) -> int:
+    """Bytes of an array of `shape` and `dtype`."""
+    return math.prod(shape) * dtype.itemsize
