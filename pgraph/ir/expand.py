@@ -278,6 +278,15 @@ class Expander:
             its.append(v if v is not None else (self.last_iteration(lid) or 0))
         return name, (root.name, tuple(its))
 
+    def interval(self, kind: str, a: object, b: object, env: dict[str, int]) -> tuple[int, int]:
+        """[lo, hi) of a slice or tile selection: 'index' a, 'extent' a +: b, 'range' a:b (or a..b)."""
+        lo = self.compiled_expr(a)(env)
+        if kind == "index":
+            return lo, lo + 1
+        if kind == "extent":
+            return lo, lo + self.compiled_expr(b)(env)
+        return lo, self.compiled_expr(b)(env)
+
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: dict[str, int], where: str) -> Box | None:
         if region.dims is None:
             return tuple((0, n) for n in shape)
@@ -286,13 +295,7 @@ class Expander:
             if dim.kind == "all":
                 box.append((0, n))
                 continue
-            a = self.compiled_expr(dim.a)(env)
-            if dim.kind == "index":
-                lo, hi = a, a + 1
-            elif dim.kind == "extent":
-                lo, hi = a, a + self.compiled_expr(dim.b)(env)
-            else:
-                lo, hi = a, self.compiled_expr(dim.b)(env)
+            lo, hi = self.interval(dim.kind, dim.a, dim.b, env)
             if hi < lo:
                 self.report_once("PG006", region, f"{where}: slice {lo}..{hi} of '{region.tensor}' has a negative extent")
                 return None
@@ -431,13 +434,7 @@ class Expander:
             if sel.kind == "all":
                 ranges.append(range(axis.lo, axis.hi))
                 continue
-            a = self.compiled_expr(sel.a)(env)
-            if sel.kind == "index":
-                lo, hi = a, a + 1
-            elif sel.kind == "extent":
-                lo, hi = a, a + self.compiled_expr(sel.b)(env)
-            else:
-                lo, hi = a, self.compiled_expr(sel.b)(env)
+            lo, hi = self.interval(sel.kind, sel.a, sel.b, env)
             if hi > lo and (lo < axis.lo or hi > axis.hi):
                 self.bag.add("PG026", f"'{d.name}' selects {ts.name} tiles {axis.var} in {lo}..{hi}, outside "
                              f"{axis.lo}..{axis.hi}", sel.span, [Note(f"'{ts.name}' declared here", ts.span)],
