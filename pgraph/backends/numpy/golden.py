@@ -114,7 +114,7 @@ def golden_decode(inp: Inputs, keep_layers: bool = False, wide: bool = False) ->
 
     Returns the bf16 output, the final f32 residual and, with `keep_layers`, every layer's
     intermediates (GoldenLayer). Memory: one f32 copy of the largest weight at a time.
-    `wide` does the six projections in f64 (rounded back to f32): the same math with a
+    `wide` does the seven projections in f64 (rounded back to f32): the same math with a
     different summation error, used to measure the noise floor of the comparison.
     """
     if wide:
