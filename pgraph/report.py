@@ -84,9 +84,10 @@ def _critical_section(f: dict[str, Any]) -> list[str]:
     cp = f.get("critical_path")
     if not cp:
         return []
-    out = ["", f"critical path: {_fmt(cp['length_us'])} us estimated"
-           + (f" ({_fmt(cp['per_layer_us'])} us per layer)" if cp.get("per_layer_us") is not None else "")
-           + " (cost = ceil(blocks / cores) x per-block cost; `cost` lines override the table)"]
+    out = ["", f"critical path: {_fmt(cp['length_us'])} cost units"
+           + (f" ({_fmt(cp['per_layer_us'])} per layer)" if cp.get("per_layer_us") is not None else "")
+           + "; cost = ceil(blocks / cores) x per-block cost, from `cost` lines (µs when calibrated"
+           " from a swimlane) or the uncalibrated defaults aic 10, aiv 5, mix 20, dummy 0"]
     steps = [s for s in cp["path"] if s["kind"] != "alloc"]
     out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']})" for s in steps))
     for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
