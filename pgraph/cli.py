@@ -6,11 +6,12 @@ Exit codes: 0 ok, 1 diagnostics with errors, 2 usage error.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgraph import __version__
@@ -19,7 +20,19 @@ from pgraph.driver import Options, UsageError, parse_define, plan_program
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (no half-written file)."""
+    """Write `text` to `path` through a temporary file and a rename (no half-written file).
+
+    A symlink is followed (its target is replaced); a device or FIFO (`-o /dev/null`) is written
+    in place, never replaced by a rename. OSError propagates (the CLI turns it into exit 2).
+    """
+    if path.is_symlink():
+        path = path.resolve()  # update the file the link names; keep the link
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the node itself
+        with path.open("w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -32,6 +45,14 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _write_or_usage_error(write: Callable[[], None], where: str) -> None:
+    """Run `write`; an OSError (read-only place, a file where a folder should be) is UsageError."""
+    try:
+        write()
+    except OSError as err:
+        raise UsageError(f"cannot write {where}: {err.strerror or err}") from None
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -131,7 +152,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag, "text")
         text = render_text(plan, args.spec)
     if args.output:
-        write_atomic(Path(args.output), text)
+        _write_or_usage_error(lambda: write_atomic(Path(args.output), text), args.output)
     else:
         sys.stdout.write(text)
     return 0
@@ -171,7 +192,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     except BackendError as err:
         print(f"pgraph: error: {err}", file=sys.stderr)
         return 1
-    write_build(files, args.output)
+    _write_or_usage_error(lambda: write_build(files, args.output), args.output)
     if args.format == "text":
         for rel in sorted(files):
             print(f"wrote {Path(args.output) / rel}")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import attrs
 
-from pgraph.diagnostics import DiagnosticBag
+from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.ir.expand import expand
+from pgraph.ir.expr import MAX_INT_BITS
 from pgraph.ir.loader import load_program_files, read_source
 from pgraph.ir.lower import Lowerer, Override
 from pgraph.ir.program import Program
@@ -36,12 +38,15 @@ def parse_define(text: str) -> tuple[str, int]:
     """`NAME=VALUE` (integer VALUE, underscores allowed) → (NAME, VALUE); UsageError otherwise."""
     name, sep, value = text.partition("=")
     name = name.strip()
-    if not sep or not name.isidentifier():
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):  # the grammar's NAME
         raise UsageError(f"-D expects NAME=VALUE, got '{text}'")
-    try:
-        return name, int(value.strip().replace("_", ""))
-    except ValueError:
-        raise UsageError(f"-D {name}: '{value}' is not an integer") from None
+    digits = value.strip()
+    if not re.fullmatch(r"[+-]?[0-9][0-9_]*", digits):  # the grammar's INT (ASCII digits), with a sign
+        raise UsageError(f"-D {name}: '{value}' is not an integer")
+    number = int(digits.replace("_", ""))
+    if number.bit_length() > MAX_INT_BITS:
+        raise UsageError(f"-D {name}: the value exceeds 2**{MAX_INT_BITS} in magnitude")
+    return name, number
 
 
 def resolve_config(spec: Path, config: str) -> Path:
@@ -68,6 +73,10 @@ def _overrides(spec: Path, opts: Options, bag: DiagnosticBag) -> list[Override]:
         module = parse_source(file, bag)
         for item in module.items if module else ():
             if isinstance(item, ast.Const):
+                if item.name in out:  # a second override of one constant would silently win
+                    bag.add("PG003", f"constant '{item.name}' is overridden twice in the config file", item.span,
+                            [Note("first override", out[item.name].span)], hint="keep one of the two lines")
+                    continue
                 out[item.name] = Override(item.name, item.expr, item.span, f"--config {file.display}")
             else:
                 bag.add("PG019", "a config file holds only `const` overrides", item.span)  # type: ignore[union-attr]

@@ -21,8 +21,13 @@ class SourceFile:
 
     @property
     def lines(self) -> list[str]:
-        """The text split into lines, without line terminators."""
-        return self.text.splitlines()
+        """The text split into lines, without line terminators.
+
+        Only '\n' ends a line, as in the parser's line numbers: `str.splitlines` would also
+        split at form feeds, U+0085 and U+2028 inside comments and shift every later caret.
+        """
+        lines = [line.removesuffix("\r") for line in self.text.split("\n")]
+        return lines[:-1] if lines[-1] == "" else lines
 
     def line(self, number: int) -> str:
         """Return 1-based line `number`, or '' when out of range."""
@@ -63,7 +68,8 @@ class Span:
         start = max(self.col - 1, 0)
         end = self.end_col - 1 if self.end_line == self.line else len(text)
         end = max(end, start + 1)
-        return [f"{self.line:>5} | {text}", "      | " + " " * start + "^" * (end - start)]
+        pad = "".join(c if c == "\t" else " " for c in text[:start])  # tabs kept: carets line up
+        return [f"{self.line:>5} | {text}", "      | " + pad + "^" * (end - start)]
 
 
 def span_from_meta(file: SourceFile, meta: object) -> Span:

@@ -476,8 +476,11 @@ class Expander:
         if dep.kind == "carry":
             carry = self.p.carries[dep.target]
             lp = self.carry_loop[dep.target]
-            value = iters_by_loop[lp.id]
+            value = iters_by_loop.get(lp.id)
             prov = "carried"
+            if value is None:  # after the loop (as a tensor carry): NEXT of the last iteration, INIT if none ran
+                last = self.last_iteration(lp.id)
+                value = lp.axis.lo if last is None else last + 1
             if value == lp.axis.lo:
                 target = carry.init
                 iters.pop(lp.id, None)

@@ -19,6 +19,11 @@ Compiled = Callable[[Env], int]
 
 FUNCS = ("ceildiv", "min", "max")
 
+#: Largest magnitude an integer may reach (literals and every +, -, * result), about 1.0e1233.
+#: Python's integers are unbounded, but printing one of more than 4300 digits raises ValueError,
+#: and `const A1 = A0*A0` chained 40 times would need a trillion digits.
+MAX_INT_BITS = 4096
+
 
 class EvalError(Exception):
     """An expression cannot be evaluated; carries the span of the offending node."""
@@ -28,6 +33,12 @@ class EvalError(Exception):
         self.message = message
         self.span = span
         self.name = name
+
+
+def _checked(value: int, span: Span) -> int:
+    if value.bit_length() > MAX_INT_BITS:
+        raise EvalError(f"the value exceeds 2**{MAX_INT_BITS} in magnitude", span)
+    return value
 
 
 def _div(a: int, b: int, span: Span) -> int:
@@ -91,7 +102,7 @@ def evaluate(expr: Expr, env: Env) -> int:
         return _div(left, right, expr.span)
     if expr.op == "%":
         return _mod(left, right, expr.span)
-    return _BIN[expr.op](left, right)
+    return _checked(_BIN[expr.op](left, right), expr.span)
 
 
 def free_vars(expr: Expr) -> set[str]:
@@ -165,6 +176,8 @@ def compile_expr(expr: Expr) -> Compiled:
     if expr.op == "%":
         return lambda env: _mod(lf(env), rf(env), span)
     op = _BIN[expr.op]
+    if expr.op in ("+", "-", "*"):
+        return lambda env: _checked(op(lf(env), rf(env)), span)
     return lambda env: op(lf(env), rf(env))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import attrs
@@ -10,6 +11,11 @@ from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.source import SourceFile, Span
 from pgraph.syntax import ast
 from pgraph.syntax.parser import parse_source
+
+#: Deepest chain of nested includes followed (the specs nest 2 deep).
+MAX_INCLUDE_DEPTH = 100
+#: Largest .pgl file read (the HEAD spec and its includes are about 40 KB together).
+MAX_SOURCE_BYTES = 16 * 2**20
 
 
 @attrs.frozen
@@ -30,8 +36,18 @@ def display_name(path: Path) -> str:
 
 
 def read_source(path: Path, display: str | None = None) -> SourceFile:
-    """Read `path` as UTF-8 into a SourceFile (OSError propagates to the caller)."""
-    return SourceFile(display or display_name(path), path.read_text(encoding="utf-8"), path)
+    """Read `path` as UTF-8 into a SourceFile (OSError propagates to the caller).
+
+    A leading byte-order mark is dropped and line ends become '\n' (as `read_text` does). At
+    most MAX_SOURCE_BYTES are read, so `/dev/zero` or a runaway generated file is an OSError
+    (EFBIG) instead of a read that never ends.
+    """
+    with path.open("rb") as fh:
+        data = fh.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {MAX_SOURCE_BYTES // 2**20} MiB")
+    text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+    return SourceFile(display or display_name(path), text, path)
 
 
 class _Loader:
@@ -69,6 +85,11 @@ class _Loader:
                 notes,
                 hint="remove one of the includes; constants can live in one shared file",
             )
+            return
+        if len(stack) > MAX_INCLUDE_DEPTH:  # each level recurses; stop before Python's limit
+            self.bag.add("PG005", f"cannot read included file '{item.path}': includes nest more than "
+                         f"{MAX_INCLUDE_DEPTH} files deep", item.span,
+                         hint="include the shared files from one place instead of through a chain")
             return
         try:
             display = display_name(target) if not Path(item.path).is_absolute() else item.path

@@ -34,6 +34,9 @@ DIRECTION_ACCESSES = {
 WaveSpec = tuple[str | None, list[ir.IAxis], list[ir.IAxis], tuple[str, ...], tuple[ast.Dep, ...], Span]
 
 DIRECTION_DEFAULT = {"in": ("read",), "out": ("write",), "inout": ("read", "write"), "atomic_add": ("atomic",)}
+#: Longest chain of constants defined by later constants, and deepest nest of fragment `use`s,
+#: that lowering follows (each link is a few Python frames; the specs need fewer than 5).
+MAX_CHAIN = 100
 
 
 @attrs.frozen
@@ -67,6 +70,7 @@ class Lowerer:
         self.const_decls: dict[str, ast.Const] = {}
         self.consts: dict[str, int] = {}
         self._const_busy: set[str] = set()
+        self._chain_reported = False
         self.tensors: dict[str, ir.Tensor] = {}
         self.scalars: dict[str, ir.ScalarArg] = {}
         self.kernels: dict[str, ir.Kernel] = {}
@@ -104,6 +108,13 @@ class Lowerer:
             return None
         if name in self._const_busy:
             self.err("PG018", f"constant '{name}' is defined in terms of itself", decl.span)
+            return None
+        if len(self._const_busy) >= MAX_CHAIN:  # each link recurses; stop before Python's limit
+            if not self._chain_reported:
+                self._chain_reported = True
+                self.err("PG018", f"constant '{name}' is reached through a chain of more than {MAX_CHAIN} "
+                         "constants each defined by the next", decl.span,
+                         hint="define the constants in terms of earlier ones")
             return None
         self._const_busy.add(name)
         override = self.overrides.get(name)
@@ -306,6 +317,10 @@ class Lowerer:
                      hint=f"did you mean '{guess}'?" if guess else
                      "declare it at the top level of a file: `fragment NAME { statements }`")
             return
+        if len(self.fragments.active) >= MAX_CHAIN:  # each `use` recurses; stop before Python's limit
+            self.err("PG033", f"fragment '{use.name}' is used through a chain of more than {MAX_CHAIN} nested "
+                     "`use`s", use.span, hint="flatten the fragments: pgraph treats so deep a chain as runaway")
+            return
         cycle = self.fragments.cycle(use)
         if cycle is not None:
             self.err("PG033", f"fragment '{use.name}' uses itself: {' -> '.join(cycle)}", use.span,
@@ -350,6 +365,10 @@ class Lowerer:
                 return None
             if v < 0:
                 self.err("PG006", f"shape dimension is negative ({v})", expr_span(d), hint="shapes count elements, >= 0")
+                return None
+            if v.bit_length() > 63:  # sizes are int64 at most on the device; keeps byte counts printable
+                self.err("PG018", f"shape dimension {v:.3e} exceeds 2**63", expr_span(d),
+                         hint="check the constants the shape uses")
                 return None
             out.append(v)
         return tuple(out)
@@ -462,7 +481,7 @@ class Lowerer:
             elif isinstance(stmt, ast.ViewDecl):
                 self.declare_view(stmt, env, scope)
             elif isinstance(stmt, ast.Let):
-                folded = self.fold(stmt.expr, env)
+                folded = None if self.let_shadows(stmt, env) else self.fold(stmt.expr, env)
                 if folded is not None:
                     env.values[stmt.name] = folded
             elif isinstance(stmt, ast.Assert):
@@ -482,6 +501,15 @@ class Lowerer:
             elif isinstance(stmt, ast.Task):
                 self.lower_task(stmt, scope, env, phase, loops)
 
+    def let_shadows(self, stmt: ast.Let, env: _Env) -> bool:
+        """PG003 for a `let` named like an index or loop variable in scope (the variable would win
+        every lookup, so the let would be silently ignored)."""
+        if stmt.name not in env.variables:
+            return False
+        self.err("PG003", f"let '{stmt.name}' reuses the name of an index or loop variable in scope", stmt.span,
+                 hint="rename the let: an index or loop variable is not rebound by `let`")
+        return True
+
     def walk_scope(self, stmt: ast.ScopeStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
         if self.in_manual(scope):
             what = "a manual scope" if stmt.mode == "manual" else "an auto scope"
@@ -496,6 +524,8 @@ class Lowerer:
     def walk_for(self, stmt: ast.ForStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
         lo = self.fold_int(stmt.axis.lo, env, "a loop bound")
         hi = self.fold_int(stmt.axis.hi, env, "a loop bound")
+        if lo is None or hi is None or hi < lo:
+            self.failed.update(c.name for c in stmt.carries)  # uses after the loop stay silent
         if lo is None or hi is None:
             return
         if hi < lo:
@@ -533,6 +563,7 @@ class Lowerer:
         else:
             self.err("PG002", f"carry '{c.name}' starts from '{c.init}', which is neither a task nor a tensor "
                      "declared before the loop", c.span)
+            self.failed.add(c.name)  # its uses stay silent
             return None
         self.carries[c.name] = carry
         return carry
@@ -605,6 +636,10 @@ class Lowerer:
         """A dep naming no task: PG019 when the name is a kernel or scalar, PG002 otherwise."""
         if dep.target in self.failed:
             return
+        if dep.target in self.tensors or dep.target in self.carries:  # tasks and tensors: two namespaces
+            self.err("PG019", f"deps name tasks, but '{dep.target}' is a tensor", dep.span,
+                     hint="name the task that writes it; in an auto scope the edge is inferred from the access")
+            return
         if dep.target in self.kernels or dep.target in self.scalars:
             what = "a kernel" if dep.target in self.kernels else "a scalar"
             self.err("PG019", f"deps name tasks, but '{dep.target}' is {what}", dep.span,
@@ -619,9 +654,16 @@ class Lowerer:
         """A loop's iterations are identical (window expansion is exact) when neither its deps nor
         the regions of auto-scope tasks on written buffers depend on the loop variable: only those
         decide edges (explicit edges, and the TensorMap's inferred ones); index spaces are constant.
+
+        The TensorMap sees the call's argument regions, so those count as well as the accesses.
+        An auto-scope `out` argument (OUTPUT_EXISTING: insert without lookup, older entries stay)
+        on a buffer that outlives one iteration also makes the iterations differ: every
+        iteration adds an entry, and each later reader gets one more edge.
         """
-        written = {self.root_of(a.region.tensor) for d in self.dispatches for a in d.accesses
-                   if a.kind != "read" and self.scopes[d.scope].mode == "auto"}
+        auto = [d for d in self.dispatches if self.scopes[d.scope].mode == "auto"]
+        written = {r for d in auto for a in d.accesses if a.kind != "read" for r in self.roots(a.region.tensor)}
+        written |= {r for d in auto for a in d.args if a.region is not None and a.param.direction != "in"
+                    for r in self.roots(a.region.tensor)}
         for loop in self.loops:
             var = loop.axis.var
             same = True
@@ -630,12 +672,36 @@ class Lowerer:
                     continue
                 exprs = [e for dep in d.deps for sel in dep.sels or () for e in (sel.a, sel.b)]
                 if self.scopes[d.scope].mode == "auto":
-                    exprs += [e for a in d.accesses if self.root_of(a.region.tensor) in written
-                              for dim in a.region.dims or () for e in (dim.a, dim.b)]
+                    regions = [a.region for a in d.accesses] + [a.region for a in d.args if a.region is not None]
+                    exprs += [e for r in regions if self.roots(r.tensor) & written
+                              for dim in r.dims or () for e in (dim.a, dim.b)]
+                    if any(a.region is not None and a.param.direction == "out"
+                           and self.outlives_iteration(a.region.tensor, loop.id) for a in d.args):
+                        same = False
+                        break
                 if any(e is not None and var in free_vars(e) for e in exprs):
                     same = False
                     break
             self.loops[loop.id] = attrs.evolve(loop, identical=same)
+
+    def roots(self, name: str) -> set[str]:
+        """The buffers `name` may stand for: its root tensor, or for a tensor carry the carry and
+        the roots of INIT and NEXT (a write through `cur` writes h0 or h)."""
+        carry = self.carries.get(name)
+        if carry is None or carry.kind != "tensor":
+            return {self.root_of(name)}
+        return {carry.name, self.root_of(carry.init), self.root_of(carry.next)}
+
+    def outlives_iteration(self, name: str, lid: int) -> bool:
+        """True when tensor `name` is one buffer for every iteration of loop `lid` (external, or
+        allocated outside the loop); a carry alias names the previous iteration's buffer."""
+        if name in self.carries:
+            return False
+        t = self.tensors.get(name)
+        if t is None:
+            return False
+        root = self.tensors.get(t.base, t) if t.base else t
+        return root.storage == "external" or lid not in root.loops
 
     # ---- tasks ----
     def axes(self, axes: Iterable[ast.Axis], env: _Env) -> list[ir.IAxis] | None:
@@ -788,11 +854,6 @@ class Lowerer:
                     continue
                 out.append(ir.DepRef(dep.name, "carry", None, dep.span))
                 continue
-            if dep.name in self.tensors or dep.name in self.carries:
-                self.err("PG019", f"deps name tasks, but '{dep.name}' is a tensor", dep.span,
-                         hint="name the task that writes it; in an auto scope the edge is inferred from the access")
-                ok = False
-                continue
             sels = []
             for sel in dep.sels or ():
                 parts: list[ast.Expr | None] = []
@@ -825,7 +886,7 @@ class Lowerer:
         ok = True
         for item in t.body:
             if isinstance(item, ast.Let):
-                folded = self.fold(item.expr, env)
+                folded = None if self.let_shadows(item, env) else self.fold(item.expr, env)
                 if folded is None:
                     ok = False
                 else:
@@ -873,7 +934,7 @@ class Lowerer:
         out: list[ir.Access] = []
         for sub in item.items:
             if isinstance(sub, ast.Let):
-                folded = self.fold(sub.expr, inner)
+                folded = None if self.let_shadows(sub, inner) else self.fold(sub.expr, inner)
                 if folded is None:
                     return None
                 inner.values[sub.name] = folded
@@ -954,6 +1015,12 @@ class Lowerer:
             return None if folded is None else ir.Arg(param, None, folded, span)
         if isinstance(arg, ast.Name) and is_tensor_name:
             arg = ast.Region(arg.id, None, None, arg.span)
+        if isinstance(arg, ast.Name) and not self.known_value(arg.id, env) and arg.id not in self.tilesets:
+            guess = _closest(arg.id, [*self.tensors, *self.carry_types])
+            self.err("PG002", f"'{arg.id}' is not declared (parameter '{param.name}' of '{kernel.name}' takes a "
+                     "tensor)", span, note, hint=f"did you mean '{guess}'?" if guess else
+                     "declare the tensor (`tensor NAME : dtype[shape]`) before the task")
+            return None
         if not isinstance(arg, ast.Region):
             self.err("PG019", f"parameter '{param.name}' of '{kernel.name}' is a tensor, got an expression", span, note)
             return None
@@ -978,6 +1045,10 @@ class Lowerer:
                          hint="single indices drop their dimension; `a +: n` keeps n")
                 return None
         return ir.Arg(param, region, None, span)
+
+    def known_value(self, name: str, env: _Env) -> bool:
+        """True when `name` is a constant, a let, an index/loop variable or a scalar argument."""
+        return name in self.const_decls or name in env.values or name in env.variables or name in self.scalars
 
     def region_shape(self, region: ir.RegionRef, t: ir.Tensor, env: _Env) -> list[int] | None:
         """Shape of a region, evaluated with every free index at its lower bound."""

@@ -11,6 +11,7 @@ import lark
 from lark import Token, Transformer, v_args
 
 from pgraph.diagnostics import DiagnosticBag
+from pgraph.ir.expr import MAX_INT_BITS
 from pgraph.source import SourceFile, Span, span_from_meta
 from pgraph.syntax import ast
 from pgraph.syntax.syntax_errors import best_match, describe
@@ -286,7 +287,10 @@ class _ToAst(Transformer[Any, Any]):
     # ---- expressions ----
     @v_args(meta=True)
     def number(self, meta: Any, c: list[Any]) -> ast.Num:
-        return ast.Num(int(str(c[0]).replace("_", "")), self._span(meta))
+        value = int(str(c[0]).replace("_", ""))
+        if value.bit_length() > MAX_INT_BITS:
+            raise ValueError("integer literal too large")  # parse_source reports it (PG018)
+        return ast.Num(value, self._span(meta))
 
     @v_args(meta=True)
     def name(self, meta: Any, c: list[Any]) -> ast.Name:
@@ -352,4 +356,38 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         else:
             bag.add("PG001", detail, span, hint="see docs/language.md for the grammar")
         return None
-    return _ToAst(file).transform(tree)  # type: ignore[no-any-return]
+    deep = _too_deep(tree)
+    if deep is not None:
+        bag.add("PG001", f"the text nests more than {MAX_NESTING} levels deep here (expressions, blocks and "
+                "scopes all count)", span_from_meta(file, deep),
+                hint="name parts of a long expression with `const` or `let`, or flatten the nesting")
+        return None
+    try:
+        return _ToAst(file).transform(tree)  # type: ignore[no-any-return]
+    except lark.exceptions.VisitError as err:  # int() of a literal past Python's 4300-digit limit
+        if not isinstance(err.orig_exc, ValueError):
+            raise
+        tok = next((c for c in getattr(err.obj, "children", ()) if isinstance(c, Token) and c.type == "INT"), None)
+        digits = len(str(tok).replace("_", "")) if tok is not None else 0
+        bag.add("PG018", f"an integer literal of {digits:,} digits is too large (the limit is 2**{MAX_INT_BITS})",
+                span_from_meta(file, tok or err.obj), hint="integers are decimal constants; write a shorter value")
+        return None
+
+
+#: Deepest parse tree `parse_source` accepts; the specs nest at most 19 levels. Every later
+#: stage recurses over the tree, so a deeper one (a generated 1+1+...+1, thousands of nested
+#: parentheses) would end in Python's RecursionError instead of a diagnostic.
+MAX_NESTING = 200
+
+
+def _too_deep(tree: lark.Tree[Any]) -> Any:
+    """The first node (Tree meta or Token) deeper than MAX_NESTING, or None; iterative."""
+    stack: list[tuple[Any, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, lark.Tree):
+            continue
+        if depth > MAX_NESTING:
+            return node.meta
+        stack.extend((child, depth + 1) for child in node.children)
+    return None

@@ -77,5 +77,7 @@ def write_build(files: dict[str, str], outdir: str | Path) -> None:
     from pgraph.cli import write_atomic
 
     root = Path(outdir)
+    for rel in sorted(files):  # every folder first: a file in the way fails before anything is written
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
     for rel in sorted(files):
         write_atomic(root / rel, files[rel])
