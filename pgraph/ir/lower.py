@@ -7,6 +7,7 @@ one run reports as much as possible, and returns None when any error was found.
 from __future__ import annotations
 
 import difflib
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 
@@ -682,7 +683,80 @@ class Lowerer:
                 if any(e is not None and var in free_vars(e) for e in exprs):
                     same = False
                     break
+            if same and not self.slabs_disjoint(loop):
+                same = False
             self.loops[loop.id] = attrs.evolve(loop, identical=same)
+
+    #: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
+    SLAB_CHECK_BUDGET = 200_000
+
+    def slabs_disjoint(self, loop: ir.Loop) -> bool:
+        """Regions that use the loop variable on a written buffer that outlives one iteration must
+        give every iteration its own slab (e.g. `k_cache[L*CACHE_ROWS +: CACHE_ROWS, :]`).
+
+        The window expands two iterations, so it only sees conflicts between neighbours; `g[L % 4]`
+        makes iterations 0 and 4 clash unseen. Each such region's bounding box is evaluated for
+        every iteration (over all task, block and item indices); overlapping boxes of different
+        iterations, or a region too costly to evaluate, make the loop expand in full.
+        """
+        var = loop.axis.var
+        written = {r for d in self.dispatches for a in d.accesses if a.kind != "read" for r in self.roots(a.region.tensor)}
+        boxes: dict[str, list[tuple[int, str, list[tuple[int, int]]]]] = {}
+        budget = self.SLAB_CHECK_BUDGET
+        for d in self.dispatches:
+            if loop.id not in d.loops:
+                continue
+            for acc in d.accesses:
+                region = acc.region
+                exprs = [e for dim in region.dims or () for e in (dim.a, dim.b) if e is not None]
+                if not any(var in free_vars(e) for e in exprs):
+                    continue
+                if not (self.roots(region.tensor) & written) or not self.outlives_iteration(region.tensor, loop.id):
+                    continue
+                axes = [*d.task_axes, *d.block_axes, *(ir.IAxis(i.var, i.lo, i.hi, acc.span) for i in acc.items)]
+                free = set().union(*(free_vars(e) for e in exprs)) - {var} - {a.var for a in axes}
+                points = math.prod(a.size for a in axes) * loop.axis.size
+                budget -= points
+                if free or budget < 0:
+                    return False  # another loop's variable, or too many points: expand in full
+                tensor = self.tensors[region.tensor]
+                for value in range(loop.axis.lo, loop.axis.hi):
+                    box = self.region_bbox(region, tensor.shape, axes, {var: value})
+                    if box is None:
+                        return False
+                    boxes.setdefault(tensor.base or tensor.name, []).append((value, tensor.name, box))
+        for entries in boxes.values():
+            for i, (va, ta, ba) in enumerate(entries):
+                for vb, tb, bb in entries[i + 1:]:
+                    if va != vb and _boxes_overlap(ba, ta, bb, tb, self.tensors):
+                        return False
+        return True
+
+    def region_bbox(self, region: ir.RegionRef, shape: tuple[int, ...], axes: list[ir.IAxis],
+                    env0: dict[str, int]) -> list[tuple[int, int]] | None:
+        """Bounding box of `region` over every value of `axes` (None if an expression fails)."""
+        box: list[tuple[int, int]] | None = None
+        for values in itertools.product(*(range(a.lo, a.hi) for a in axes)):
+            env = dict(env0)
+            env.update({a.var: v for a, v in zip(axes, values)})
+            cur = []
+            for dim, n in zip(region.dims or (), shape):
+                try:
+                    if dim.kind == "all":
+                        lo, hi = 0, n
+                    elif dim.kind == "index":
+                        lo = evaluate(dim.a, env)  # type: ignore[arg-type]
+                        hi = lo + 1
+                    elif dim.kind == "extent":
+                        lo = evaluate(dim.a, env)  # type: ignore[arg-type]
+                        hi = lo + evaluate(dim.b, env)  # type: ignore[arg-type]
+                    else:
+                        lo, hi = evaluate(dim.a, env), evaluate(dim.b, env)  # type: ignore[arg-type]
+                except EvalError:
+                    return None
+                cur.append((lo, hi))
+            box = cur if box is None else [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(box, cur)]
+        return box
 
     def roots(self, name: str) -> set[str]:
         """The buffers `name` may stand for: its root tensor, or for a tensor carry the carry and
@@ -1112,6 +1186,21 @@ def _closest(name: str, candidates: Iterable[str]) -> str | None:
     """The declared name most like a misspelt `name` (difflib ratio >= 0.8), for a hint."""
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.8)
     return close[0] if close else None
+
+
+def _boxes_overlap(a: list[tuple[int, int]], ta: str, b: list[tuple[int, int]], tb: str,
+                   tensors: Mapping[str, ir.Tensor]) -> bool:
+    """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals."""
+    if ta == tb:
+        return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
+
+    def flat(box: list[tuple[int, int]], shape: tuple[int, ...]) -> tuple[int, int]:
+        strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        return (sum(lo * st for (lo, _), st in zip(box, strides)),
+                sum((hi - 1) * st for (_, hi), st in zip(box, strides)) + 1)
+
+    fa, fb = flat(a, tensors[ta].shape), flat(b, tensors[tb].shape)
+    return fa[0] < fb[1] and fb[0] < fa[1]
 
 
 def _zero_env(expr: ast.Expr) -> dict[str, int]:
