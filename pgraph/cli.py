@@ -62,6 +62,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="NAME|FILE.pgl",
                    help="constant overrides from a .pgl file of `const` lines (a bare name is <spec dir>/configs/NAME.pgl)")
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--full", action="store_true",
+                   help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument("--notes", action="store_true",
                    help="also print notes (`plan` always does; `check` and `build` count them)")
@@ -101,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _options(args: argparse.Namespace) -> Options:
-    return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers)
+    return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
+                   full=getattr(args, "full", False))
 
 
 def _emit_diagnostics(bag: DiagnosticBag, fmt: str, notes: bool = True) -> None:

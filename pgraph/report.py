@@ -89,6 +89,9 @@ def _critical_section(f: dict[str, Any]) -> list[str]:
            + "; cost = ceil(blocks / cores) x per-block cost, from `cost` lines (µs when calibrated"
            " from a swimlane) or the uncalibrated defaults aic 10, aiv 5, mix 20, dummy 0"]
     steps = [s for s in cp["path"] if s["kind"] != "alloc"]
+    if cp.get("per_layer_us") is not None:
+        out.append(f"  (the window: {f['layers']} identical layers are expanded as L=0 and L=1, and L=1 stands for "
+                   f"layers 1..{f['layers'] - 1}; `--full` expands them all)")
     out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']})" for s in steps))
     for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
         link = cp.get(key)

@@ -150,7 +150,11 @@ class RacePass(Pass):
             what = (f"'{ib.label}' {KIND_WORD[r.second_kind]} {tensor}{_box_text(r.box)} and '{ia.label}' "
                     f"{KIND_WORD[r.first_kind]} it, with no path between them{more}")
             notes = [Note(f"'{ia.label}' {KIND_WORD[r.first_kind]} {tensor} here", _access_span(dpa, tensor, p))]
-            fix = f"add `{ia.dispatch.split('.')[0]}` to the deps of '{ib.dispatch}'"
+            producer = dpa.tileset
+            fix = f"add `{producer}` to the deps of '{ib.dispatch}'"
+            if dpa.scope not in p.ancestors(dpb.scope):
+                fix += (f" and declare `taskids {producer}` in a scope enclosing both (its scope has closed "
+                        "when the consumer is submitted)")
             if r.boundary:
                 plan.bag.add(
                     "PG101", f"across a manual-scope boundary: {what}", _access_span(dpb, tensor, p), notes,
