@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 import attrs
 import networkx as nx
@@ -74,6 +74,8 @@ class InstanceGraph:
         self.blocks: dict[int, list[dict[str, list[tuple[str, BufferKey, Box, bool]]]]] = {}
         self.loop_weights: dict[int, dict[int, int]] = {}
         self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
+        #: scope id -> the loops whose iterations make separate instances of that scope
+        self.scope_loops: dict[int, tuple[int, ...]] = {}
 
     def add_edge(self, src: int, dst: int, prov: str, span: object = None) -> None:
         """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
@@ -106,6 +108,7 @@ class Expander:
         self.full = full
         self.loops = {lp.id: lp for lp in program.loops}
         self.scope_loops = self._scope_loops()
+        self.g.scope_loops = self.scope_loops
         self.carry_loop = {c.name: lp for lp in program.loops for c in lp.carries}
         self.tile_maps: dict[str, dict[tuple[int, ...], tuple[str, tuple[int, ...]]]] = {}
         self.compiled: dict[int, Compiled] = {}
@@ -597,14 +600,21 @@ class Expander:
             )
 
 
-def _overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
+def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,
+                  tensors: Mapping[str, ir.Tensor]) -> bool:
+    """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals
+    (views of one buffer with other shapes are compared as the runtime's L1 test does)."""
     if ta == tb:
         return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
-    fa, fb = _flat(a, p.tensors[ta].shape), _flat(b, p.tensors[tb].shape)
+    fa, fb = _flat(a, tensors[ta].shape), _flat(b, tensors[tb].shape)
     return fa[0] < fb[1] and fb[0] < fa[1]
 
 
-def _flat(box: Box, shape: tuple[int, ...]) -> tuple[int, int]:
+def _overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
+    return boxes_overlap(a, ta, b, tb, p.tensors)
+
+
+def _flat(box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> tuple[int, int]:
     """Flat element bounding interval of a box in a row-major tensor (the runtime's L1 test)."""
     strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
     lo = sum(b[0] * s for b, s in zip(box, strides))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
 
 import attrs
 
 from pgraph.ir import program as ir
+from pgraph.ir.expand import boxes_overlap
 from pgraph.ir.expr import EvalError, evaluate, free_vars
 from pgraph.ir.lower_base import LowerState
 
@@ -94,7 +94,7 @@ class LoopIdentity(LowerState):
         for entries in boxes.values():
             for i, (va, ta, ba) in enumerate(entries):
                 for vb, tb, bb in entries[i + 1:]:
-                    if va != vb and _boxes_overlap(ba, ta, bb, tb, self.tensors):
+                    if va != vb and boxes_overlap(ba, ta, bb, tb, self.tensors):
                         return False
         return True
 
@@ -142,18 +142,3 @@ class LoopIdentity(LowerState):
             return False
         root = self.tensors.get(t.base, t) if t.base else t
         return root.storage == "external" or lid not in root.loops
-
-
-def _boxes_overlap(a: list[tuple[int, int]], ta: str, b: list[tuple[int, int]], tb: str,
-                   tensors: Mapping[str, ir.Tensor]) -> bool:
-    """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals."""
-    if ta == tb:
-        return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
-
-    def flat(box: list[tuple[int, int]], shape: tuple[int, ...]) -> tuple[int, int]:
-        strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-        return (sum(lo * st for (lo, _), st in zip(box, strides)),
-                sum((hi - 1) * st for (_, hi), st in zip(box, strides)) + 1)
-
-    fa, fb = flat(a, tensors[ta].shape), flat(b, tensors[tb].shape)
-    return fa[0] < fb[1] and fb[0] < fa[1]

@@ -31,7 +31,7 @@ class RingsPass(Pass):
 
     def run(self, plan: Plan) -> None:
         p = plan.program
-        self.scope_loops = self._scope_loops(plan)
+        self.scope_loops = plan.graph.scope_loops
         self.per_key = self.scope_instances(plan)
         self.clamped(plan)
         self.nested_ring3(plan)
@@ -40,14 +40,6 @@ class RingsPass(Pass):
         self.task_limits(plan)
         del p
 
-    @staticmethod
-    def _scope_loops(plan: Plan) -> dict[int, tuple[int, ...]]:
-        body_of = {lp.body_scope: lp.id for lp in plan.program.loops if lp.body_scope is not None}
-        out: dict[int, tuple[int, ...]] = {}
-        for s in plan.program.scopes:
-            parent = out[s.parent] if s.parent is not None else ()
-            out[s.id] = (*parent, body_of[s.id]) if s.id in body_of else parent
-        return out
 
     def loops_of(self, plan: Plan, inst: Instance) -> tuple[int, ...]:
         if inst.kind == "alloc":
