@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S+trial")
     run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo", help="execution order")
     run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions")
+    run.add_argument("--floor", action="store_true",
+                     help="also measure the reference against itself with f64 projections (the best pass "
+                          "rate any other summation order can expect; one more reference run)")
     build = sub.add_parser("build", help="check a spec and write the device orchestration for a target runtime")
     _common(build)
     build.add_argument("--target", required=True, choices=("a2a3",),
@@ -175,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag, "text")
         return 1
     print(describe(session, args.spec, args.config, args.seed))
-    return run_trials(session, args.order, args.trials, args.seed)
+    return run_trials(session, args.order, args.trials, args.seed, floor=args.floor)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -14,9 +14,6 @@ import resource
 
 import pytest
 
-from pgraph.backends.numpy.blas import blas_threads
-from pgraph.backends.numpy.compare import compare
-from pgraph.backends.numpy.golden import golden_decode
 from pgraph.backends.numpy.runner import Execution, Session
 from pgraph.driver import Options
 from tests.conftest import HEAD_SPEC
@@ -65,12 +62,12 @@ def test_full_deep_runs_are_as_close_as_the_reference_to_itself(layers: int, cap
     assert ex.races == [] and ex.fault is None
     c = ex.comparison
     assert c is not None and c.nonfinite == 0 and c.cosine > 0.999
-    with blas_threads(1):
-        wide = golden_decode(session.inputs, wide=True)
-    floor = compare(wide.out, session.golden.out, session.inputs.batch, layers)
+    floor = session.noise_floor()
     with capsys.disabled():
-        print(f"\n{layers} layers: executor {c.render()}\n  reference f64-projections vs f32: {floor.render()}")
-    assert 1 - c.pass_rate <= 1.25 * (1 - floor.pass_rate) + 0.001
+        print(f"\n{layers} layers: executor {c.render()}\n  {floor.render()}")
+    assert c.ok or floor.explains(c)
+    # the f32 residual (before copy_out's rounding) stays within its tier at 10 and 40 layers
+    assert ex.residual_comparison is not None and ex.residual_comparison.pass_rate >= c.required
 
 
 @pytest.mark.xfail(reason="the tier is below the noise floor of the reference itself (docs/backend_numpy.md)",

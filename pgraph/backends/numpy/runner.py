@@ -16,7 +16,7 @@ import numpy as np
 
 from pgraph.backends.numpy.binding import Binder
 from pgraph.backends.numpy.blas import blas_threads
-from pgraph.backends.numpy.compare import Comparison, compare
+from pgraph.backends.numpy.compare import MIN_COSINE, Comparison, compare
 from pgraph.backends.numpy.executor import Executor
 from pgraph.backends.numpy.golden import GoldenResult, golden_decode
 from pgraph.backends.numpy.inputs import Inputs, make_inputs
@@ -43,6 +43,7 @@ class Execution:
     comparison: Comparison | None
     seconds: float
     buffers: dict | None = None
+    residual_comparison: Comparison | None = None
 
     @property
     def ok(self) -> bool:
@@ -119,8 +120,46 @@ class Session:
                 residual = np.array(ex.storage[rkey].array)  # type: ignore[attr-defined]
             if out is not None:
                 comparison = compare(out, self.golden.out, self.inputs.batch, self.layers)
+        residual_comparison = None
+        if residual is not None:
+            residual_comparison = compare(residual, self.golden.residual, self.inputs.batch, self.layers)
         return Execution(kind, seed, out, residual, reports, fault, comparison, seconds,
-                         ex.storage if keep_buffers else None)
+                         ex.storage if keep_buffers else None, residual_comparison)
+
+    def noise_floor(self) -> NoiseFloor:
+        """The dense reference against itself with its projections in f64 (`golden_decode(wide=True)`).
+
+        Same inputs and bf16 rounding points, another f32 summation error: the pass rates no
+        implementation with a different summation order (split-K atomics) can be expected to
+        beat. Costs one more reference run (about 1.3 s per full-size layer).
+        """
+        with blas_threads(1):
+            wide = golden_decode(self.inputs, wide=True)
+        n = self.inputs.batch
+        return NoiseFloor(compare(wide.out, self.golden.out, n, self.layers),
+                          compare(wide.residual, self.golden.residual, n, self.layers))
+
+
+@attrs.frozen
+class NoiseFloor:
+    """Comparisons of the f64-projection reference with the f32 reference: bf16 `out`, f32 residual."""
+
+    out: Comparison
+    residual: Comparison
+
+    def render(self) -> str:
+        """One line: the floor's pass rates for `out` and the f32 residual."""
+        return (f"reference noise floor (projections in f64 vs f32, same bf16 rounding points): out "
+                f"{self.out.pass_rate * 100:.3f}%, f32 residual {self.residual.pass_rate * 100:.3f}%")
+
+    def explains(self, c: Comparison) -> bool:
+        """True when `c` fails only its pass-rate tier, by at most 1.25x the floor's failures + 0.1 %.
+
+        NaN/Inf, pad-row failures or a cosine <= 0.999 are never explained by the floor.
+        """
+        if c.ok or c.nonfinite or c.pad_failures or c.cosine <= MIN_COSINE:
+            return False
+        return 1 - c.pass_rate <= 1.25 * (1 - self.out.pass_rate) + 0.001
 
 
 def max_diff(a: np.ndarray | None, b: np.ndarray | None) -> float:
@@ -131,12 +170,20 @@ def max_diff(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(d.max()) if np.isfinite(d).all() else float("inf")
 
 
-def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=print, max_races: int = 10) -> int:
-    """Run `trials` executions of order `kind`, print one line each and a summary; exit code."""
+def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=print, max_races: int = 10,
+               floor: bool = False) -> int:
+    """Run `trials` executions of order `kind`, print one line each and a summary; exit code.
+
+    Each line gives the verdict on the bf16 `out` (the contract: the depth tier) and, for
+    information, the pass rate of the f32 residual stream before copy_out. With `floor`, the
+    reference's own noise floor is measured and printed (Session.noise_floor) and trials that
+    fail only within it are marked; the exit code still follows the tier (1 when any trial fails).
+    """
     ig = session.plan.graph
     passed = 0
     first: Execution | None = None
     diffs: list[tuple[float, float]] = []
+    tier_only: list[Comparison] = []
     for t in range(trials):
         s = seed + t
         ex = session.execute(kind, seed=s)
@@ -144,7 +191,12 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
         if ex.fault is not None:
             print_fn(f"{label}: kernel fault: {ex.fault}")
         elif ex.comparison is not None:
-            print_fn(f"{label}: {ex.comparison.render()}; races {len(ex.races)}")
+            res = ex.residual_comparison
+            extra = f"; f32 residual {res.pass_rate * 100:.3f}%" if res is not None else ""
+            print_fn(f"{label}: {ex.comparison.render()}; races {len(ex.races)}{extra}")
+            c = ex.comparison
+            if not ex.races and not c.ok and not c.nonfinite and not c.pad_failures:
+                tier_only.append(c)
         else:
             print_fn(f"{label}: no output")
         for rep in ex.races[:max_races]:
@@ -159,6 +211,15 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
     if diffs:
         print_fn(f"order independence: max |out - out(trial 1)| = {max(d[0] for d in diffs):.3e}, "
                  f"max |f32 residual - trial 1| = {max(d[1] for d in diffs):.3e}")
+    if floor:
+        nf = session.noise_floor()
+        print_fn(nf.render())
+        explained = sum(nf.explains(c) for c in tier_only)
+        if explained:
+            print_fn(f"note: {explained} failing trial(s) are within the reference's own noise floor: the bf16 "
+                     "rounding points make deep runs diverge at the ulp level (docs/backend_numpy.md)")
+    elif tier_only and session.layers > 1:
+        print_fn("hint: rerun with --floor to measure how close the reference comes to itself at this depth")
     print_fn(f"result: {passed}/{trials} trial(s) passed")
     return 0 if passed == trials else 1
 
