@@ -446,8 +446,10 @@ def test_loops_stay_loops() -> None:
 def test_func_ids_in_first_use_order() -> None:
     kernels = kernel_names(build_files(HEAD_SPEC)["kernel_config.py"])
     # first use in specs/decode_layer.pgl, read top to bottom; the MIX extern has two parts
-    want = ["paged_attention_tiling_cce", "copy_hidden", "x_gamma", "zero_pad_rows", "zero_q", "zero_kv",
-            "zero_mlp_out", "rms_recip", "qkv_matmul", "paged_attention_rope_cce", "paged_attention_rope_cce",
+    # (rows 2-9 in the reference's program order: attn_out_seed, rms_recip, q_seed, q_proj, kv_seed,
+    # mlp_out_seed, k_proj, v_proj)
+    want = ["paged_attention_tiling_cce", "copy_hidden", "x_gamma", "zero_pad_rows", "rms_recip", "zero_q",
+            "qkv_matmul", "zero_kv", "zero_mlp_out", "paged_attention_rope_cce", "paged_attention_rope_cce",
             "out_matmul", "residual_rms_cast", "post_rms_reduce", "mlp_matmul", "silu_mul", "down_matmul",
             "dcr_xgamma", "copy_out"]
     assert [kernels[i][0] for i in range(len(kernels))] == want

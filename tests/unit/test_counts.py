@@ -249,3 +249,20 @@ def test_model_matches_planner_off_table(direct: int, spmd_n: int) -> None:
     plan, bag = plan_program(HEAD_SPEC, Options(defines=defines, layers=2))
     assert plan is not None, [d.message for d in bag.items]
     assert _pick(plan.facts["per_layer"]) == _layer_model(direct, spmd_n, "head")
+
+
+# Rows 1-11 of reference §2.2 in program order (T1), and at HEAD (§2.4: rope_qkv removed).
+T1_ROWS_1_11 = ["seed_dummy", "attn_out_seed", "rms_recip", "q_seed", "q_proj", "kv_seed", "mlp_out_seed",
+                "k_proj", "v_proj", "rope_qkv", "fa_fused"]
+
+
+@pytest.mark.parametrize("spec,rows", [
+    (HEAD_SPEC, [r for r in T1_ROWS_1_11 if r != "rope_qkv"]),
+    (VARIANT_762, T1_ROWS_1_11),
+], ids=["HEAD", "762"])
+def test_layer_submits_rows_1_to_11_in_the_reference_program_order(spec: Any, rows: list[str]) -> None:
+    """The generated orchestration submits in instance order; it must follow the table's order."""
+    plan = plan_ok(spec, layers=2)
+    layer0 = [i.label.removesuffix("@L=0") for i in plan.graph.instances
+              if i.kind != "alloc" and i.iters[:1] == (0,)]
+    assert layer0[:len(rows)] == rows

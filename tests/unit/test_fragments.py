@@ -118,19 +118,19 @@ def test_762_spec_equals_its_textual_expansion(tmp_path: Path) -> None:
 
 def test_762_takes_the_shared_tasks_from_the_head_spec() -> None:
     """Which dispatch is declared where, by hand from §2.2/§2.4: T1 differs in rows 2, 10, 11
-    and 17; the seeds of rows 1, 4, 6, 7 are re-declared only for their T1 submission order."""
+    and 17; rows 1-9 share HEAD's fragments, which are in the same program order."""
     program = lower(VARIANT_762)
     by_file: dict[str, set[str]] = {}
     for d in program.dispatches:
         by_file.setdefault(Path(d.span.filename).name, set()).add(d.name)
     assert by_file["decode_layer_762.pgl"] == {
-        "seed_dummy", "attn_out_seed", "q_seed", "kv_seed", "mlp_out_seed",   # rows 1, 2, 4, 6, 7
-        "rope_qkv", "fa_fused", "gate_proj", "up_proj",                        # rows 10, 11, 17
+        "attn_out_seed", "rope_qkv", "fa_fused", "gate_proj", "up_proj",       # rows 2, 10, 11, 17
         "copy_out",                                                            # the skeleton's end
     }
     assert by_file["decode_layer.pgl"] == {
         "pa_tiling", "prev_out", "copy_hidden", "x_gamma0",                   # entry_setup
-        "rms_recip", "q_proj", "k_proj", "v_proj",                             # rows 3, 5, 8, 9
+        "seed_dummy", "rms_recip", "q_seed", "q_proj",                         # rows 1, 3-5
+        "kv_seed", "mlp_out_seed", "k_proj", "v_proj",                         # rows 6-9
         "out_proj_dummy", "out_proj.deferred", "out_proj.direct",              # rows 12-14
         "residual_rms_cast", "post_rms_reduce", "silu", "down_proj", "dcr_xgamma",  # rows 15, 16, 18-20
     }

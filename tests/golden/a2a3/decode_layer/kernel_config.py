@@ -53,37 +53,6 @@ KERNELS = [
     },
     {
         "func_id": 4,
-        "name": "zero_q",
-        "source": "kernels/aiv/zero_q.cpp",
-        "core_type": "aiv",
-        "signature": [
-            {"name": "acc", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
-        ],
-    },
-    {
-        "func_id": 5,
-        "name": "zero_kv",
-        "source": "kernels/aiv/zero_kv.cpp",
-        "core_type": "aiv",
-        "signature": [
-            {"name": "k", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 1024]},
-            {"name": "v", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 1024]},
-        ],
-    },
-    {
-        "func_id": 6,
-        "name": "zero_mlp_out",
-        "source": "kernels/aiv/zero_mlp_out.cpp",
-        "core_type": "aiv",
-        "signature": [
-            {"name": "down", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
-            {"name": "gate", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 17408]},
-            {"name": "up", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 17408]},
-            {"name": "attn_proj", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
-        ],
-    },
-    {
-        "func_id": 7,
         "name": "rms_recip",
         "source": "kernels/aiv/rms_recip.cpp",
         "core_type": "aiv",
@@ -93,7 +62,16 @@ KERNELS = [
         ],
     },
     {
-        "func_id": 8,
+        "func_id": 5,
+        "name": "zero_q",
+        "source": "kernels/aiv/zero_q.cpp",
+        "core_type": "aiv",
+        "signature": [
+            {"name": "acc", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
+        ],
+    },
+    {
+        "func_id": 6,
         "name": "qkv_matmul",
         "source": "kernels/aic/qkv_matmul.cpp",
         "core_type": "aic",
@@ -101,6 +79,28 @@ KERNELS = [
             {"name": "x", "direction": "in", "arg_type": "INPUT", "dtype": "BFLOAT16", "shape": [16, 1024]},
             {"name": "w", "direction": "in", "arg_type": "INPUT", "dtype": "BFLOAT16", "shape": [1024, 512]},
             {"name": "acc", "direction": "atomic_add", "arg_type": "INOUT", "dtype": "FLOAT32", "shape": [16, 512]},
+        ],
+    },
+    {
+        "func_id": 7,
+        "name": "zero_kv",
+        "source": "kernels/aiv/zero_kv.cpp",
+        "core_type": "aiv",
+        "signature": [
+            {"name": "k", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 1024]},
+            {"name": "v", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 1024]},
+        ],
+    },
+    {
+        "func_id": 8,
+        "name": "zero_mlp_out",
+        "source": "kernels/aiv/zero_mlp_out.cpp",
+        "core_type": "aiv",
+        "signature": [
+            {"name": "down", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
+            {"name": "gate", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 17408]},
+            {"name": "up", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 17408]},
+            {"name": "attn_proj", "direction": "out", "arg_type": "OUTPUT_EXISTING", "dtype": "FLOAT32", "shape": [16, 5120]},
         ],
     },
     {

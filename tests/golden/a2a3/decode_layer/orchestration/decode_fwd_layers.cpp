@@ -184,7 +184,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 PTO2TaskId down_proj_tids[85];
                 for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
 
-                // manual scope (decode_layer.pgl:217): depth 3, ring 3
+                // manual scope (decode_layer.pgl:226): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
@@ -201,74 +201,80 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     TaskOutputTensors task_3_outs = rt_submit_aiv_task(3, params_t3);
                     PTO2TaskId attn_out_seed_tid = task_3_outs.task_id();
 
-                    // Task 4: q_seed -> zero_q (aiv)
+                    // ---- phase norm ----
+
+                    // Task 4: rms_recip -> rms_recip (aiv)
                     CoreTaskArgs params_t4;
-                    params_t4.add_output(q_acc);
+                    params_t4.add_input(cur);
+                    params_t4.add_output(inv_rms);
+                    PTO2TaskId params_t4_deps[2];
+                    uint32_t params_t4_deps_count = 0;
+                    if (prev_tids[0].is_valid()) params_t4_deps[params_t4_deps_count++] = prev_tids[0];
+                    params_t4_deps[params_t4_deps_count++] = seed_dummy_tid;
+                    params_t4.set_dependencies(params_t4_deps, params_t4_deps_count);
                     params_t4.set_allow_early_resolve(true);
                     TaskOutputTensors task_4_outs = rt_submit_aiv_task(4, params_t4);
-                    PTO2TaskId q_seed_tid = task_4_outs.task_id();
+                    PTO2TaskId rms_recip_tid = task_4_outs.task_id();
 
-                    // Task 5: kv_seed -> zero_kv (aiv)
+                    // ---- phase seed ----
+
+                    // Task 5: q_seed -> zero_q (aiv)
                     CoreTaskArgs params_t5;
-                    params_t5.add_output(k_acc);
-                    params_t5.add_output(v_acc);
-                    PTO2TaskId params_t5_deps[2];
-                    uint32_t params_t5_deps_count = 0;
-                    if (prev_tids[0].is_valid()) params_t5_deps[params_t5_deps_count++] = prev_tids[0];
-                    params_t5_deps[params_t5_deps_count++] = seed_dummy_tid;
-                    params_t5.set_dependencies(params_t5_deps, params_t5_deps_count);
+                    params_t5.add_output(q_acc);
+                    params_t5.set_allow_early_resolve(true);
                     TaskOutputTensors task_5_outs = rt_submit_aiv_task(5, params_t5);
-                    PTO2TaskId kv_seed_tid = task_5_outs.task_id();
+                    PTO2TaskId q_seed_tid = task_5_outs.task_id();
 
-                    // Task 6: mlp_out_seed -> zero_mlp_out (aiv)
+                    // ---- phase qkv ----
+
+                    // Spmd 6: q_proj -> qkv_matmul (50 blocks, aic)
                     CoreTaskArgs params_t6;
-                    params_t6.add_output(down_acc);
-                    params_t6.add_output(gate_acc);
-                    params_t6.add_output(up_acc);
-                    params_t6.add_output(attn_proj);
+                    params_t6.add_input(normed);
+                    uint32_t params_t6_w_shapes[2] = {5120, 5120};
+                    uint32_t params_t6_w_offsets[2] = {(uint32_t)(L * 5120), 0};
+                    ChipTensor params_t6_w = ext_wq.view(params_t6_w_shapes, params_t6_w_offsets);
+                    params_t6.add_input(params_t6_w);
+                    params_t6.add_inout(q_acc);
+                    params_t6.launch_spec.set_block_num(50);
+                    params_t6.set_allow_early_resolve(true);
                     PTO2TaskId params_t6_deps[2];
                     uint32_t params_t6_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t6_deps[params_t6_deps_count++] = prev_tids[0];
-                    params_t6_deps[params_t6_deps_count++] = seed_dummy_tid;
+                    params_t6_deps[params_t6_deps_count++] = q_seed_tid;
                     params_t6.set_dependencies(params_t6_deps, params_t6_deps_count);
-                    params_t6.set_allow_early_resolve(true);
-                    TaskOutputTensors task_6_outs = rt_submit_aiv_task(6, params_t6);
-                    PTO2TaskId mlp_out_seed_tid = task_6_outs.task_id();
+                    TaskOutputTensors task_6_outs = rt_submit_aic_task(6, params_t6);
+                    PTO2TaskId q_proj_tid = task_6_outs.task_id();
 
-                    // ---- phase norm ----
+                    // ---- phase seed ----
 
-                    // Task 7: rms_recip -> rms_recip (aiv)
+                    // Task 7: kv_seed -> zero_kv (aiv)
                     CoreTaskArgs params_t7;
-                    params_t7.add_input(cur);
-                    params_t7.add_output(inv_rms);
+                    params_t7.add_output(k_acc);
+                    params_t7.add_output(v_acc);
                     PTO2TaskId params_t7_deps[2];
                     uint32_t params_t7_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t7_deps[params_t7_deps_count++] = prev_tids[0];
                     params_t7_deps[params_t7_deps_count++] = seed_dummy_tid;
                     params_t7.set_dependencies(params_t7_deps, params_t7_deps_count);
-                    params_t7.set_allow_early_resolve(true);
                     TaskOutputTensors task_7_outs = rt_submit_aiv_task(7, params_t7);
-                    PTO2TaskId rms_recip_tid = task_7_outs.task_id();
+                    PTO2TaskId kv_seed_tid = task_7_outs.task_id();
 
-                    // ---- phase qkv ----
-
-                    // Spmd 8: q_proj -> qkv_matmul (50 blocks, aic)
+                    // Task 8: mlp_out_seed -> zero_mlp_out (aiv)
                     CoreTaskArgs params_t8;
-                    params_t8.add_input(normed);
-                    uint32_t params_t8_w_shapes[2] = {5120, 5120};
-                    uint32_t params_t8_w_offsets[2] = {(uint32_t)(L * 5120), 0};
-                    ChipTensor params_t8_w = ext_wq.view(params_t8_w_shapes, params_t8_w_offsets);
-                    params_t8.add_input(params_t8_w);
-                    params_t8.add_inout(q_acc);
-                    params_t8.launch_spec.set_block_num(50);
-                    params_t8.set_allow_early_resolve(true);
+                    params_t8.add_output(down_acc);
+                    params_t8.add_output(gate_acc);
+                    params_t8.add_output(up_acc);
+                    params_t8.add_output(attn_proj);
                     PTO2TaskId params_t8_deps[2];
                     uint32_t params_t8_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t8_deps[params_t8_deps_count++] = prev_tids[0];
-                    params_t8_deps[params_t8_deps_count++] = q_seed_tid;
+                    params_t8_deps[params_t8_deps_count++] = seed_dummy_tid;
                     params_t8.set_dependencies(params_t8_deps, params_t8_deps_count);
-                    TaskOutputTensors task_8_outs = rt_submit_aic_task(8, params_t8);
-                    PTO2TaskId q_proj_tid = task_8_outs.task_id();
+                    params_t8.set_allow_early_resolve(true);
+                    TaskOutputTensors task_8_outs = rt_submit_aiv_task(8, params_t8);
+                    PTO2TaskId mlp_out_seed_tid = task_8_outs.task_id();
+
+                    // ---- phase qkv ----
 
                     // Spmd 9: k_proj -> qkv_matmul (10 blocks, aic)
                     CoreTaskArgs params_t9;
@@ -284,7 +290,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     uint32_t params_t9_deps_count = 0;
                     params_t9_deps[params_t9_deps_count++] = kv_seed_tid;
                     params_t9.set_dependencies(params_t9_deps, params_t9_deps_count);
-                    TaskOutputTensors task_9_outs = rt_submit_aic_task(8, params_t9);
+                    TaskOutputTensors task_9_outs = rt_submit_aic_task(6, params_t9);
                     PTO2TaskId k_proj_tid = task_9_outs.task_id();
 
                     // Spmd 10: v_proj -> qkv_matmul (10 blocks, aic)
@@ -301,7 +307,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     uint32_t params_t10_deps_count = 0;
                     params_t10_deps[params_t10_deps_count++] = kv_seed_tid;
                     params_t10.set_dependencies(params_t10_deps, params_t10_deps_count);
-                    TaskOutputTensors task_10_outs = rt_submit_aic_task(8, params_t10);
+                    TaskOutputTensors task_10_outs = rt_submit_aic_task(6, params_t10);
                     PTO2TaskId v_proj_tid = task_10_outs.task_id();
 
                     // ---- phase attention ----

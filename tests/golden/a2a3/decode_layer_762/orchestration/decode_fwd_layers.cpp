@@ -185,7 +185,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 PTO2TaskId down_proj_tids[85];
                 for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
 
-                // manual scope (decode_layer_762.pgl:144): depth 3, ring 3
+                // manual scope (decode_layer_762.pgl:131): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
