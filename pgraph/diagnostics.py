@@ -72,6 +72,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG032", "dep-on-later-task", E, "a dep names a task that is submitted later in program order"),
     ("PG033", "fragment-cycle", E, "a fragment uses itself, directly or through other fragments"),
     ("PG034", "ambiguous-entry", E, "the root file declares no entry and several included files do"),
+    ("PG035", "interleave-content", E, "an `interleave` block holds a scope, a loop or another interleave block"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),

@@ -197,6 +197,15 @@ class Expander:
                 for value, w in self.iterations(lid):
                     self.expand_seq(dispatches[i:j], depth + 1, (*iters, value), weight * w)
                 i = j
+            elif d.interleave is not None:
+                j = i
+                while j < len(dispatches) and dispatches[j].interleave == d.interleave:
+                    j += 1
+                for group in ir.interleave_groups(dispatches[i:j]):
+                    for index in _axis_values(group[0].task_axes):
+                        for member in group:
+                            self.emit(member, iters, weight, index)
+                i = j
             else:
                 self.emit(d, iters, weight)
                 i += 1
@@ -230,13 +239,14 @@ class Expander:
             self.g.graph.add_node(node)
             self.alloc_of[key] = node
 
-    def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int) -> None:
+    def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int, only: tuple[int, ...] | None = None) -> None:
+        """Emit the tasks of `d` in iteration `iters` (all its task indices, or just `only`)."""
         if d.kind == "spmd" and d.block_count == 0:
             return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
         self.open_allocs(d, iters_by_loop, weight)
         env0 = self.env_for(d, iters)
-        for index in _axis_values(d.task_axes):
+        for index in (_axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
             env = dict(env0)
             env.update({a.var: v for a, v in zip(d.task_axes, index)})

@@ -322,6 +322,8 @@ class Lowerer(TaskLowering, LoopIdentity):
                 if stmt.name not in self.phases:
                     self.phases.append(stmt.name)
                 self.walk(stmt.block, scope, env, stmt.name, loops)
+            elif isinstance(stmt, ast.InterleaveStmt):
+                self.walk_interleave(stmt, scope, env, phase, loops)
             elif isinstance(stmt, ast.TaskIds):
                 self.taskids.setdefault(scope, []).extend((n, stmt.span) for n in stmt.names)
             elif isinstance(stmt, ast.Use):
@@ -329,7 +331,32 @@ class Lowerer(TaskLowering, LoopIdentity):
             elif isinstance(stmt, ast.Task):
                 self.lower_task(stmt, scope, env, phase, loops)
 
+    def walk_interleave(self, stmt: ast.InterleaveStmt, scope: int, env: _Env, phase: str | None,
+                        loops: tuple[int, ...]) -> None:
+        if self.interleave is not None:
+            self.err("PG035", "an `interleave` block may not contain another one", head(stmt.span, "interleave"),
+                     [Note("the enclosing interleave block", head(self.interleave[1], "interleave"))],
+                     hint="list every declaration to interleave in one block")
+            return
+        self.interleave = (self.interleave_count, stmt.span)
+        self.interleave_count += 1
+        try:
+            self.walk(stmt.block, scope, env, phase, loops)
+        finally:
+            self.interleave = None
+
+    def not_in_interleave(self, what: str, span: Span, keyword: str) -> bool:
+        """PG035 for a scope or loop inside `interleave` (its tasks could not be round-robined)."""
+        if self.interleave is None:
+            return True
+        self.err("PG035", f"{what} may not appear inside an `interleave` block", head(span, keyword),
+                 [Note("the interleave block", head(self.interleave[1], "interleave"))],
+                 hint="interleave declarations of one scope and loop; put the scope or loop around the block")
+        return False
+
     def walk_scope(self, stmt: ast.ScopeStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
+        if not self.not_in_interleave("a scope", stmt.span, f"{stmt.mode} scope"):
+            return
         if self.in_manual(scope):
             what = "a manual scope" if stmt.mode == "manual" else "an auto scope"
             outer = self.scopes[scope]
@@ -341,6 +368,8 @@ class Lowerer(TaskLowering, LoopIdentity):
         self.walk(stmt.block, sid, env.child(), phase, loops)
 
     def walk_for(self, stmt: ast.ForStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
+        if not self.not_in_interleave("a loop", stmt.span, "for"):
+            return
         lo = self.fold_int(stmt.axis.lo, env, "a loop bound")
         hi = self.fold_int(stmt.axis.hi, env, "a loop bound")
         if lo is None or hi is None or hi < lo:
@@ -460,3 +489,8 @@ class Lowerer(TaskLowering, LoopIdentity):
         self.err("PG002", f"'{consumer}' depends on '{dep.target}', which is not a declared task", dep.span,
                  hint=f"did you mean '{guess}'?" if guess else
                  "deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
+
+
+def head(span: Span, keyword: str) -> Span:
+    """The first `len(keyword)` columns of `span`: carets under a statement's keyword, not its block."""
+    return attrs.evolve(span, end_line=span.line, end_col=span.col + len(keyword))

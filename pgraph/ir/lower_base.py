@@ -64,6 +64,8 @@ class LowerState:
         self.tilesets: dict[str, ir.TileSet] = {}
         self.dispatches: list[ir.Dispatch] = []
         self.phases: list[str] = []
+        self.interleave: tuple[int, Span] | None = None   # (id, span) of the enclosing `interleave`
+        self.interleave_count = 0
         self.carries: dict[str, ir.Carry] = {}
         self.carry_types: dict[str, ir.Tensor] = {}
         self.taskids: dict[int, list[tuple[str, Span]]] = {}

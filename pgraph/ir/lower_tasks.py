@@ -114,6 +114,7 @@ class TaskLowering(LowerState):
                 block_axes=tuple(block_axes), accesses=tuple(accesses), kernel=kernel, args=tuple(args),
                 early="early" in flags, sync_start="sync_start" in flags, deps=deps, scope=scope, phase=phase,
                 order=len(self.dispatches), loops=loops, span=span if wave else t.span,
+                interleave=self.interleave[0] if self.interleave else None,
             ))
             names.append(name)
         self.tilesets[t.name] = attrs.evolve(self.tilesets[t.name], dispatches=tuple(names))

@@ -9,6 +9,7 @@ enclosing loop variables. `pgraph.ir.expand` turns a Program into instances on d
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import attrs
 
@@ -256,6 +257,8 @@ class Dispatch:
     order: int
     loops: tuple[int, ...]
     span: Span
+    #: id of the `interleave` block it was declared in (submission round-robin), else None
+    interleave: int | None = None
 
     @property
     def task_count(self) -> int:
@@ -321,3 +324,17 @@ class Program:
             out.append(cur)
             cur = self.scopes[cur].parent
         return out
+
+
+def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:
+    """Split the dispatches of one `interleave` block into round-robin groups.
+
+    Dispatches whose task axes have the same ranges (lo, hi per axis, in order; names may
+    differ) form a group, submitted index by index (row-major), each index in declaration
+    order of the members. Groups come in the order of their first member; a dispatch with a
+    unique index space is a group of one (submitted as without `interleave`).
+    """
+    groups: dict[tuple[tuple[int, int], ...], list[Dispatch]] = {}
+    for d in members:
+        groups.setdefault(tuple((a.lo, a.hi) for a in d.task_axes), []).append(d)
+    return list(groups.values())

@@ -322,6 +322,20 @@ class PhaseStmt:
 
 
 @attrs.frozen
+class InterleaveStmt:
+    """`interleave { ... }`: submit the tasks of its declarations round-robin.
+
+    Declarations with the same task index space (same ranges, in order) form one group; a
+    group submits index 0 of every member, then index 1, and so on (pypto: one loop whose
+    body submits several tasks, e.g. #794's gate/up critical wave). Groups follow each other
+    in the order of their first member. Not a scope.
+    """
+
+    block: Block
+    span: Span
+
+
+@attrs.frozen
 class TaskIds:
     """`taskids a, b`: TaskId arrays of tasks `a`, `b` held in this scope."""
 
@@ -391,7 +405,8 @@ class Cost:
     span: Span
 
 
-Stmt = TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | TaskIds | Use | Task
+Stmt = (TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | InterleaveStmt | TaskIds | Use
+        | Task)
 Item = Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | Entry | Target | Cost | Fragment
 
 

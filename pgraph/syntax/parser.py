@@ -149,6 +149,10 @@ class _ToAst(Transformer[Any, Any]):
         return ast.PhaseStmt(str(c[0]), c[1], self._span(meta))
 
     @v_args(meta=True)
+    def interleave_stmt(self, meta: Any, c: list[Any]) -> ast.InterleaveStmt:
+        return ast.InterleaveStmt(c[0], self._span(meta))
+
+    @v_args(meta=True)
     def taskids_stmt(self, meta: Any, c: list[Any]) -> ast.TaskIds:
         return ast.TaskIds(tuple(str(x) for x in c), self._span(meta))
 

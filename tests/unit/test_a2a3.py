@@ -259,7 +259,8 @@ def test_example_recorded_graph_equals_pgraph(spec: Path, runtime_objects: list[
     record_for(spec, runtime_objects, tmp_path)
 
 
-@pytest.mark.parametrize("define", [("N_OUT_DIRECT_BLOCKS", 0), ("N_OUT_DIRECT_BLOCKS", 50), ("GATE_UP_SPMD_N", 0)],
+@pytest.mark.parametrize("define", [("N_OUT_DIRECT_BLOCKS", 0), ("N_OUT_DIRECT_BLOCKS", 50), ("GATE_UP_SPMD_N", 0),
+                                    ("GATE_UP_SPMD_N", 16)],
                          ids=lambda d: f"{d[0]}={d[1]}")
 def test_head_wave_knobs(define: tuple[str, int], runtime_objects: list[Path], tmp_path: Path) -> None:
     """The waves re-derive from the constants: an empty SPMD wave submits nothing, a full one is all."""

@@ -266,3 +266,27 @@ def test_layer_submits_rows_1_to_11_in_the_reference_program_order(spec: Any, ro
     layer0 = [i.label.removesuffix("@L=0") for i in plan.graph.instances
               if i.kind != "alloc" and i.iters[:1] == (0,)]
     assert layer0[:len(rows)] == rows
+
+
+def _mlp_order(spec: Any) -> list[str]:
+    plan = plan_ok(spec, layers=2)
+    labels = [i.label.removesuffix("@L=0") for i in plan.graph.instances if i.kind != "alloc" and i.iters[:1] == (0,)]
+    start = next(i for i, lab in enumerate(labels) if lab.startswith(("gate_late", "gate_proj")))
+    end = next(i for i, lab in enumerate(labels) if lab.startswith("silu"))
+    return labels[start:end]
+
+
+def test_head_critical_wave_submits_like_the_reference_loops() -> None:
+    """Reference §2.4 (#794): loop 1 per k: gate_late[k], up_late[k], gate spmd(6) k, up spmd(6) k;
+    loop 2 `pl.parallel(6, 17)` x `pl.range(5)`: gate at (n, k), then up at (n, k)."""
+    want = [f"{name}[k={k}]" for k in range(5)
+            for name in ("gate_late", "up_late", "gate_proj.critical", "up_proj.critical")]
+    want += [f"{name}[n={n},k={k}]" for n in range(6, 17) for k in range(5)
+             for name in ("gate_proj.late", "up_proj.late")]
+    assert _mlp_order(HEAD_SPEC) == want
+
+
+def test_762_gate_up_submit_interleaved() -> None:
+    """Reference §2.2 row 17: 85 + 85 at-tasks `submitted interleaved (gate(n,k), up(n,k))`."""
+    want = [f"{name}[n={n},k={k}]" for n in range(17) for k in range(5) for name in ("gate_proj", "up_proj")]
+    assert _mlp_order(VARIANT_762) == want

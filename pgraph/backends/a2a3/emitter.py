@@ -134,7 +134,11 @@ class Emitter(TaskEmitter):
 
     def children(self, node: Node, path: Path) -> None:
         phase = None
-        for child in node.children:
+        kids = node.children
+        i = 0
+        while i < len(kids):
+            child = kids[i]
+            i += 1
             if child.kind == "dispatch":
                 d = self.p.dispatch(child.name)
                 if d.phase and d.phase != phase:
@@ -142,7 +146,18 @@ class Emitter(TaskEmitter):
                     self.w.comment(f"---- phase {d.phase} ----")
                 phase = d.phase
                 self.declare_storage(path, child.key)
-                self.emit_dispatch(d)
+                if d.interleave is None:
+                    self.emit_dispatch(d)
+                    continue
+                members = [d]
+                while (i < len(kids) and kids[i].kind == "dispatch"
+                       and self.p.dispatch(kids[i].name).interleave == d.interleave):
+                    self.declare_storage(path, kids[i].key)
+                    members.append(self.p.dispatch(kids[i].name))
+                    i += 1
+                for group in ir.interleave_groups(members):
+                    self.emit_interleaved(group)
+                phase = members[-1].phase
                 continue
             self.declare_storage(path, child.key)
             if child.kind == "scope":

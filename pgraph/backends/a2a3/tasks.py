@@ -60,6 +60,43 @@ class TaskEmitter(Context):
         self.w.comment(f"{d.kind} {d.name}[{space}]: {d.task_count} task(s)")
         self.open_task_loops(list(d.task_axes), 0, d, ranges)
 
+    def emit_interleaved(self, group: list[ir.Dispatch]) -> None:
+        """An `interleave` group: one `for` nest over the shared index space, each member's task inside.
+
+        A member whose task axes are named differently from the first member's reads them
+        through `const int64_t` aliases of the loop variables.
+        """
+        lead = group[0]
+        if not lead.task_axes or len(group) == 1:
+            for d in group:
+                self.emit_dispatch(d)
+            return
+        self.w.blank()
+        space = ", ".join(f"{a.var} in {a.lo}..{a.hi}" for a in lead.task_axes)
+        names = ", ".join(d.name for d in group)
+        self.w.comment(f"interleave {names} [{space}]: {len(group)} x {lead.task_count} task(s), "
+                       "submitted index by index")
+        self._interleave_loops(group, 0)
+
+    def _interleave_loops(self, group: list[ir.Dispatch], i: int) -> None:
+        lead = group[0]
+        if i < len(lead.task_axes):
+            a = lead.task_axes[i]
+            v = self.var(a.var)
+            with self.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
+                self._interleave_loops(group, i + 1)
+            return
+        for d in group:
+            ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.p, d)}
+            renamed = [(a, b) for a, b in zip(d.task_axes, lead.task_axes, strict=True) if a.var != b.var]
+            if not renamed:
+                self.emit_task(d, ranges)
+                continue
+            with self.w.block(""):
+                for a, b in renamed:
+                    self.w.line(f"const int64_t {self.var(a.var)} = {self.var(b.var)};")
+                self.emit_task(d, ranges)
+
     def open_task_loops(self, axes: list[ir.IAxis], i: int, d: ir.Dispatch,
                         ranges: dict[str, Interval]) -> None:
         if i == len(axes):

@@ -29,7 +29,7 @@ class Writer:
     @contextmanager
     def block(self, header: str, closer: str = "}") -> Iterator[None]:
         """`header {` ... `}` with the body one level deeper."""
-        self.line(f"{header} {{")
+        self.line(f"{header} {{" if header else "{")
         self.level += 1
         try:
             yield

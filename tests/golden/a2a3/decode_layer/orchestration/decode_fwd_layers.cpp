@@ -184,7 +184,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 PTO2TaskId down_proj_tids[85];
                 for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
 
-                // manual scope (decode_layer.pgl:226): depth 3, ring 3
+                // manual scope (decode_layer.pgl:229): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
@@ -488,7 +488,19 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     PTO2TaskId gate_late_tids[5];
                     for (int64_t i = 0; i < 5; ++i) gate_late_tids[i] = PTO2TaskId::invalid();
 
-                    // dummy gate_late[k in 0..5]: 5 task(s)
+                    // TaskIds of up_late: one slot per tile
+                    PTO2TaskId up_late_tids[5];
+                    for (int64_t i = 0; i < 5; ++i) up_late_tids[i] = PTO2TaskId::invalid();
+
+                    // TaskIds of gate_proj: one slot per tile
+                    PTO2TaskId gate_proj_tids[85];
+                    for (int64_t i = 0; i < 85; ++i) gate_proj_tids[i] = PTO2TaskId::invalid();
+
+                    // TaskIds of up_proj: one slot per tile
+                    PTO2TaskId up_proj_tids[85];
+                    for (int64_t i = 0; i < 85; ++i) up_proj_tids[i] = PTO2TaskId::invalid();
+
+                    // interleave gate_late, up_late, gate_proj.critical, up_proj.critical [k in 0..5]: 4 x 5 task(s), submitted index by index
                     for (int64_t k = 0; k < 5; ++k) {
                         // Phase-fence barrier 3: dependency-only dummy task gate_late
                         CoreTaskArgs params_phase_fence_barrier_3;
@@ -501,14 +513,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                             TaskOutputTensors phase_fence_barrier_3_outs = rt_submit_dummy_task(params_phase_fence_barrier_3);
                             gate_late_tids[k] = phase_fence_barrier_3_outs.task_id();
                         }
-                    }
 
-                    // TaskIds of up_late: one slot per tile
-                    PTO2TaskId up_late_tids[5];
-                    for (int64_t i = 0; i < 5; ++i) up_late_tids[i] = PTO2TaskId::invalid();
-
-                    // dummy up_late[k in 0..5]: 5 task(s)
-                    for (int64_t k = 0; k < 5; ++k) {
                         // Phase-fence barrier 4: dependency-only dummy task up_late
                         CoreTaskArgs params_phase_fence_barrier_4;
                         PTO2TaskId params_phase_fence_barrier_4_deps[1];
@@ -520,14 +525,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                             TaskOutputTensors phase_fence_barrier_4_outs = rt_submit_dummy_task(params_phase_fence_barrier_4);
                             up_late_tids[k] = phase_fence_barrier_4_outs.task_id();
                         }
-                    }
 
-                    // TaskIds of gate_proj: one slot per tile
-                    PTO2TaskId gate_proj_tids[85];
-                    for (int64_t i = 0; i < 85; ++i) gate_proj_tids[i] = PTO2TaskId::invalid();
-
-                    // spmd gate_proj.critical[k in 0..5]: 5 task(s)
-                    for (int64_t k = 0; k < 5; ++k) {
                         // Spmd 16: gate_proj.critical -> mlp_matmul (6 blocks, aic)
                         CoreTaskArgs params_t16;
                         uint32_t params_t16_x_shapes[2] = {16, 1024};
@@ -551,68 +549,56 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                         for (int64_t n = 0; n < 6; ++n) {
                             gate_proj_tids[n * 5 + k] = task_16_outs.task_id();
                         }
-                    }
 
-                    // parallel gate_proj.late[n in 6..17, k in 0..5]: 55 task(s)
-                    for (int64_t n = 6; n < 17; ++n) {
-                        for (int64_t k = 0; k < 5; ++k) {
-                            // Task 17: gate_proj.late -> mlp_matmul (aic)
-                            CoreTaskArgs params_t17;
-                            uint32_t params_t17_x_shapes[2] = {16, 1024};
-                            uint32_t params_t17_x_offsets[2] = {0, (uint32_t)(k * 1024)};
-                            ChipTensor params_t17_x = mlp_norm_in.view(params_t17_x_shapes, params_t17_x_offsets);
-                            params_t17.add_input(params_t17_x);
-                            uint32_t params_t17_w_shapes[2] = {1024, 1024};
-                            uint32_t params_t17_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), (uint32_t)(n * 1024)};
-                            ChipTensor params_t17_w = ext_w_gate.view(params_t17_w_shapes, params_t17_w_offsets);
-                            params_t17.add_input(params_t17_w);
-                            uint32_t params_t17_acc_shapes[2] = {16, 1024};
-                            uint32_t params_t17_acc_offsets[2] = {0, (uint32_t)(n * 1024)};
-                            ChipTensor params_t17_acc = gate_acc.view(params_t17_acc_shapes, params_t17_acc_offsets);
-                            params_t17.add_inout(params_t17_acc);
-                            PTO2TaskId params_t17_deps[1];
-                            uint32_t params_t17_deps_count = 0;
-                            if (gate_late_tids[k].is_valid()) params_t17_deps[params_t17_deps_count++] = gate_late_tids[k];
-                            params_t17.set_dependencies(params_t17_deps, params_t17_deps_count);
-                            TaskOutputTensors task_17_outs = rt_submit_aic_task(14, params_t17);
-                            gate_proj_tids[n * 5 + k] = task_17_outs.task_id();
-                        }
-                    }
-
-                    // TaskIds of up_proj: one slot per tile
-                    PTO2TaskId up_proj_tids[85];
-                    for (int64_t i = 0; i < 85; ++i) up_proj_tids[i] = PTO2TaskId::invalid();
-
-                    // spmd up_proj.critical[k in 0..5]: 5 task(s)
-                    for (int64_t k = 0; k < 5; ++k) {
-                        // Spmd 18: up_proj.critical -> mlp_matmul (6 blocks, aic)
-                        CoreTaskArgs params_t18;
-                        uint32_t params_t18_x_shapes[2] = {16, 1024};
-                        uint32_t params_t18_x_offsets[2] = {0, (uint32_t)(k * 1024)};
-                        ChipTensor params_t18_x = mlp_norm_in.view(params_t18_x_shapes, params_t18_x_offsets);
-                        params_t18.add_input(params_t18_x);
-                        uint32_t params_t18_w_shapes[2] = {1024, 6144};
-                        uint32_t params_t18_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), 0};
-                        ChipTensor params_t18_w = ext_w_up.view(params_t18_w_shapes, params_t18_w_offsets);
-                        params_t18.add_input(params_t18_w);
-                        uint32_t params_t18_acc_shapes[2] = {16, 6144};
-                        uint32_t params_t18_acc_offsets[2] = {0, 0};
-                        ChipTensor params_t18_acc = up_acc.view(params_t18_acc_shapes, params_t18_acc_offsets);
-                        params_t18.add_inout(params_t18_acc);
-                        params_t18.launch_spec.set_block_num(6);
-                        PTO2TaskId params_t18_deps[1];
-                        uint32_t params_t18_deps_count = 0;
-                        if (residual_rms_cast_tids[k].is_valid()) params_t18_deps[params_t18_deps_count++] = residual_rms_cast_tids[k];
-                        params_t18.set_dependencies(params_t18_deps, params_t18_deps_count);
-                        TaskOutputTensors task_18_outs = rt_submit_aic_task(14, params_t18);
+                        // Spmd 17: up_proj.critical -> mlp_matmul (6 blocks, aic)
+                        CoreTaskArgs params_t17;
+                        uint32_t params_t17_x_shapes[2] = {16, 1024};
+                        uint32_t params_t17_x_offsets[2] = {0, (uint32_t)(k * 1024)};
+                        ChipTensor params_t17_x = mlp_norm_in.view(params_t17_x_shapes, params_t17_x_offsets);
+                        params_t17.add_input(params_t17_x);
+                        uint32_t params_t17_w_shapes[2] = {1024, 6144};
+                        uint32_t params_t17_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), 0};
+                        ChipTensor params_t17_w = ext_w_up.view(params_t17_w_shapes, params_t17_w_offsets);
+                        params_t17.add_input(params_t17_w);
+                        uint32_t params_t17_acc_shapes[2] = {16, 6144};
+                        uint32_t params_t17_acc_offsets[2] = {0, 0};
+                        ChipTensor params_t17_acc = up_acc.view(params_t17_acc_shapes, params_t17_acc_offsets);
+                        params_t17.add_inout(params_t17_acc);
+                        params_t17.launch_spec.set_block_num(6);
+                        PTO2TaskId params_t17_deps[1];
+                        uint32_t params_t17_deps_count = 0;
+                        if (residual_rms_cast_tids[k].is_valid()) params_t17_deps[params_t17_deps_count++] = residual_rms_cast_tids[k];
+                        params_t17.set_dependencies(params_t17_deps, params_t17_deps_count);
+                        TaskOutputTensors task_17_outs = rt_submit_aic_task(14, params_t17);
                         for (int64_t n = 0; n < 6; ++n) {
-                            up_proj_tids[n * 5 + k] = task_18_outs.task_id();
+                            up_proj_tids[n * 5 + k] = task_17_outs.task_id();
                         }
                     }
 
-                    // parallel up_proj.late[n in 6..17, k in 0..5]: 55 task(s)
+                    // interleave gate_proj.late, up_proj.late [n in 6..17, k in 0..5]: 2 x 55 task(s), submitted index by index
                     for (int64_t n = 6; n < 17; ++n) {
                         for (int64_t k = 0; k < 5; ++k) {
+                            // Task 18: gate_proj.late -> mlp_matmul (aic)
+                            CoreTaskArgs params_t18;
+                            uint32_t params_t18_x_shapes[2] = {16, 1024};
+                            uint32_t params_t18_x_offsets[2] = {0, (uint32_t)(k * 1024)};
+                            ChipTensor params_t18_x = mlp_norm_in.view(params_t18_x_shapes, params_t18_x_offsets);
+                            params_t18.add_input(params_t18_x);
+                            uint32_t params_t18_w_shapes[2] = {1024, 1024};
+                            uint32_t params_t18_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), (uint32_t)(n * 1024)};
+                            ChipTensor params_t18_w = ext_w_gate.view(params_t18_w_shapes, params_t18_w_offsets);
+                            params_t18.add_input(params_t18_w);
+                            uint32_t params_t18_acc_shapes[2] = {16, 1024};
+                            uint32_t params_t18_acc_offsets[2] = {0, (uint32_t)(n * 1024)};
+                            ChipTensor params_t18_acc = gate_acc.view(params_t18_acc_shapes, params_t18_acc_offsets);
+                            params_t18.add_inout(params_t18_acc);
+                            PTO2TaskId params_t18_deps[1];
+                            uint32_t params_t18_deps_count = 0;
+                            if (gate_late_tids[k].is_valid()) params_t18_deps[params_t18_deps_count++] = gate_late_tids[k];
+                            params_t18.set_dependencies(params_t18_deps, params_t18_deps_count);
+                            TaskOutputTensors task_18_outs = rt_submit_aic_task(14, params_t18);
+                            gate_proj_tids[n * 5 + k] = task_18_outs.task_id();
+
                             // Task 19: up_proj.late -> mlp_matmul (aic)
                             CoreTaskArgs params_t19;
                             uint32_t params_t19_x_shapes[2] = {16, 1024};

@@ -185,7 +185,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 PTO2TaskId down_proj_tids[85];
                 for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
 
-                // manual scope (decode_layer_762.pgl:131): depth 3, ring 3
+                // manual scope (decode_layer_762.pgl:133): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
@@ -509,7 +509,11 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     PTO2TaskId gate_proj_tids[85];
                     for (int64_t i = 0; i < 85; ++i) gate_proj_tids[i] = PTO2TaskId::invalid();
 
-                    // parallel gate_proj[n in 0..17, k in 0..5]: 85 task(s)
+                    // TaskIds of up_proj: one slot per tile
+                    PTO2TaskId up_proj_tids[85];
+                    for (int64_t i = 0; i < 85; ++i) up_proj_tids[i] = PTO2TaskId::invalid();
+
+                    // interleave gate_proj, up_proj [n in 0..17, k in 0..5]: 2 x 85 task(s), submitted index by index
                     for (int64_t n = 0; n < 17; ++n) {
                         for (int64_t k = 0; k < 5; ++k) {
                             // Task 17: gate_proj -> mlp_matmul (aic)
@@ -532,16 +536,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                             params_t17.set_dependencies(params_t17_deps, params_t17_deps_count);
                             TaskOutputTensors task_17_outs = rt_submit_aic_task(15, params_t17);
                             gate_proj_tids[n * 5 + k] = task_17_outs.task_id();
-                        }
-                    }
 
-                    // TaskIds of up_proj: one slot per tile
-                    PTO2TaskId up_proj_tids[85];
-                    for (int64_t i = 0; i < 85; ++i) up_proj_tids[i] = PTO2TaskId::invalid();
-
-                    // parallel up_proj[n in 0..17, k in 0..5]: 85 task(s)
-                    for (int64_t n = 0; n < 17; ++n) {
-                        for (int64_t k = 0; k < 5; ++k) {
                             // Task 18: up_proj -> mlp_matmul (aic)
                             CoreTaskArgs params_t18;
                             uint32_t params_t18_x_shapes[2] = {16, 1024};
