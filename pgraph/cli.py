@@ -88,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
     run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
     run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
-    run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S+trial")
-    run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo", help="execution order")
-    run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions")
+    run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
+    run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
+                     help="execution order (default %(default)s)")
+    run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions (default %(default)s)")
     run.add_argument("--floor", action="store_true",
                      help="also measure the reference against itself with f64 projections (the best pass "
                           "rate any other summation order can expect; one more reference run)")

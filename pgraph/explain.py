@@ -27,9 +27,9 @@ def find_rule(code_or_slug: str) -> Rule | None:
 
 
 def section(doc: str, rule: Rule) -> str | None:
-    """The text of `## PGxxx slug` up to the next `## ` heading or `<!--` marker line, or None."""
+    """The text of `## PGxxx slug` up to the next `#`/`##` heading or `<!--` marker line, or None."""
     heading = re.escape(f"## {rule.code} {rule.slug}")
-    match = re.search(rf"^{heading}[ \t]*\n.*?(?=^## |^<!--|\Z)", doc, flags=re.S | re.M)
+    match = re.search(rf"^{heading}[ \t]*\n.*?(?=^##? |^<!--|\Z)", doc, flags=re.S | re.M)
     return match.group(0).rstrip() if match else None
 
 

@@ -600,13 +600,19 @@ class Expander:
             if key in done:
                 continue
             done.add(key)
+            dp, dc = self.p.dispatch(ip.dispatch), self.p.dispatch(ic.dispatch)
+            hint = ("tasks are submitted in program order and a TaskId exists only once its task is submitted "
+                    "(a dep on a later task is dropped as invalid); move the producer before the consumer")
+            if dp.interleave is not None and dp.interleave == dc.interleave:
+                hint = ("both are in one `interleave` block, which submits index by index: a task may depend on "
+                        "earlier indices, or on the same index of an earlier member; depend on an earlier index, "
+                        "or take the producer out of the block")
             self.bag.add(
                 "PG032",
                 f"'{ic.label}' depends on '{ip.label}', which is submitted after it",
                 span,  # type: ignore[arg-type]
-                [Note(f"'{ip.dispatch}' is declared here", self.p.dispatch(ip.dispatch).span)],
-                hint="tasks are submitted in program order and a TaskId exists only once its task is submitted "
-                     "(a dep on a later task is dropped as invalid); move the producer before the consumer",
+                [Note(f"'{ip.dispatch}' is declared here", dp.span)],
+                hint=hint,
             )
 
 

@@ -331,10 +331,12 @@ def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:
 
     Dispatches whose task axes have the same ranges (lo, hi per axis, in order; names may
     differ) form a group, submitted index by index (row-major), each index in declaration
-    order of the members. Groups come in the order of their first member; a dispatch with a
-    unique index space is a group of one (submitted as without `interleave`).
+    order of the members. Groups come in the order of their first member. A dispatch with
+    no task axis (one task: `at`, an all-block `spmd`, a plain `dummy`) or with a unique
+    index space is a group of one, submitted where it is declared.
     """
-    groups: dict[tuple[tuple[int, int], ...], list[Dispatch]] = {}
+    groups: dict[object, list[Dispatch]] = {}
     for d in members:
-        groups.setdefault(tuple((a.lo, a.hi) for a in d.task_axes), []).append(d)
+        key: object = tuple((a.lo, a.hi) for a in d.task_axes) if d.task_axes else ("single", d.name)
+        groups.setdefault(key, []).append(d)
     return list(groups.values())
