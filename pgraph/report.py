@@ -36,11 +36,13 @@ def render_text(plan: Plan, spec: str) -> str:
     errors = sum(1 for d in diags if d.level is Severity.ERROR)
     warnings = sum(1 for d in diags if d.level is Severity.WARNING)
     notes = sum(1 for d in diags if d.level is Severity.NOTE)
-    out = [f"{spec}: entry {p.entry}, {f['layers']} layer(s); {errors} error(s), {warnings} warning(s), {notes} note(s)", ""]
+    layers = f"{f['layers']} layer(s)" if f["layers"] else "no layer loop"
+    out = [f"{spec}: entry {p.entry}, {layers}; {errors} error(s), {warnings} warning(s), {notes} note(s)", ""]
     rows = []
     if f.get("per_layer"):
         rows.append(["one layer", *(_fmt(f["per_layer"][k]) for k in COUNT_FIELDS)])
-    rows.append([f"whole program ({f['layers']} layers)", *(_fmt(f["summary"][k]) for k in COUNT_FIELDS)])
+    whole = f"whole program ({f['layers']} layers)" if f["layers"] else "whole program"
+    rows.append([whole, *(_fmt(f["summary"][k]) for k in COUNT_FIELDS)])
     out += _table(["", "tasks", "dummies", "blocks", "explicit edges", "inferred edges"], rows)
     if f.get("per_layer"):
         out.append(f"  ({f['per_layer']['duplicate_dep_entries']} duplicate dep entries per layer fold into those edges)")

@@ -115,8 +115,8 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
     ),
     SyntaxExample(
         "a statement inside a scope must start with a keyword",
-        "statements are tensor/view/let/assert/scope/for/phase/taskids/use or a task kind "
-        "(at, spmd, parallel, dummy, tiles)",
+        "statements are tensor/view/let/assert, `auto scope`/`manual scope`, for/phase/interleave/"
+        "taskids/use, or a task kind (at, spmd, parallel, dummy, tiles)",
         ("entry e { foo }", "entry e { q_proj deps(x) }", "entry e { call k(x) }", "entry e { scope { } }",
          "entry e { manaul scope { } }", "entry e { at a deps(b) foo }", "entry e { at a early foo }",
          "entry e { at a foo }"),

@@ -238,3 +238,13 @@ def test_non_utf8_config_is_a_usage_error(tmp_path: Path) -> None:
     proc = run("check", str(CLEAN), "--config", str(tmp_path / "cfg.pgl"))
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 2
+
+
+def test_plan_of_a_program_without_a_layer_loop_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "flat.pgl"
+    spec.write_text("tensor x : f32[8, 8] external\nkernel k aiv (a : inout f32[8, 8])\n"
+                    "entry main { at a { call k(x) } }\n", encoding="utf-8")
+    assert main(["plan", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "entry main, no layer loop;" in out.splitlines()[0]
+    assert "  whole program      1" in out and "0 layers" not in out
