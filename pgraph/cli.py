@@ -171,6 +171,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
+    if args.seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     try:
         session, bag = Session.create(args.spec, _options(args), seed=args.seed, batch=args.batch)
     except ValueError as err:

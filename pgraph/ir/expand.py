@@ -603,7 +603,12 @@ class Expander:
             dp, dc = self.p.dispatch(ip.dispatch), self.p.dispatch(ic.dispatch)
             hint = ("tasks are submitted in program order and a TaskId exists only once its task is submitted "
                     "(a dep on a later task is dropped as invalid); move the producer before the consumer")
-            if dp.interleave is not None and dp.interleave == dc.interleave:
+            same_block = dp.interleave is not None and dp.interleave == dc.interleave
+            if same_block and not _same_group(dp, dc):
+                hint = (f"'{dp.name}' and '{dc.name}' are in one `interleave` block but in different groups, "
+                        "which are submitted in the order of their first member; declare the producer's group "
+                        "first, or take it out of the block")
+            elif same_block:
                 hint = ("both are in one `interleave` block, which submits index by index: a task may depend on "
                         "earlier indices, or on the same index of an earlier member; depend on an earlier index, "
                         "or take the producer out of the block")
@@ -614,6 +619,11 @@ class Expander:
                 [Note(f"'{ip.dispatch}' is declared here", dp.span)],
                 hint=hint,
             )
+
+
+def _same_group(a: ir.Dispatch, b: ir.Dispatch) -> bool:
+    """True when two dispatches of one `interleave` block are in one round-robin group."""
+    return ir.interleave_key(a) == ir.interleave_key(b)
 
 
 def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,

@@ -337,6 +337,7 @@ class Lowerer(TaskLowering, LoopIdentity):
             self.err("PG035", "an `interleave` block may not contain another one", head(stmt.span, "interleave"),
                      [Note("the enclosing interleave block", head(self.interleave[1], "interleave"))],
                      hint="list every declaration to interleave in one block")
+            self.walk(stmt.block, scope, env, phase, loops)  # declare its names: no follow-on errors
             return
         self.interleave = (self.interleave_count, stmt.span)
         self.interleave_count += 1
@@ -345,18 +346,20 @@ class Lowerer(TaskLowering, LoopIdentity):
         finally:
             self.interleave = None
 
-    def not_in_interleave(self, what: str, span: Span, keyword: str) -> bool:
-        """PG035 for a scope or loop inside `interleave` (its tasks could not be round-robined)."""
+    def check_not_in_interleave(self, what: str, span: Span, keyword: str) -> None:
+        """PG035 for a scope or loop inside `interleave` (its tasks could not be round-robined).
+
+        The caller lowers the statement anyway, so the names it declares exist and the
+        program reports no follow-on errors (lowering errors stop the pipeline regardless).
+        """
         if self.interleave is None:
-            return True
+            return
         self.err("PG035", f"{what} may not appear inside an `interleave` block", head(span, keyword),
                  [Note("the interleave block", head(self.interleave[1], "interleave"))],
                  hint="interleave declarations of one scope and loop; put the scope or loop around the block")
-        return False
 
     def walk_scope(self, stmt: ast.ScopeStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
-        if not self.not_in_interleave("a scope", stmt.span, f"{stmt.mode} scope"):
-            return
+        self.check_not_in_interleave("a scope", stmt.span, f"{stmt.mode} scope")
         if self.in_manual(scope):
             what = "a manual scope" if stmt.mode == "manual" else "an auto scope"
             outer = self.scopes[scope]
@@ -368,8 +371,7 @@ class Lowerer(TaskLowering, LoopIdentity):
         self.walk(stmt.block, sid, env.child(), phase, loops)
 
     def walk_for(self, stmt: ast.ForStmt, scope: int, env: _Env, phase: str | None, loops: tuple[int, ...]) -> None:
-        if not self.not_in_interleave("a loop", stmt.span, "for"):
-            return
+        self.check_not_in_interleave("a loop", stmt.span, "for")
         lo = self.fold_int(stmt.axis.lo, env, "a loop bound")
         hi = self.fold_int(stmt.axis.hi, env, "a loop bound")
         if lo is None or hi is None or hi < lo:

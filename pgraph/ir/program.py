@@ -337,6 +337,10 @@ def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:
     """
     groups: dict[object, list[Dispatch]] = {}
     for d in members:
-        key: object = tuple((a.lo, a.hi) for a in d.task_axes) if d.task_axes else ("single", d.name)
-        groups.setdefault(key, []).append(d)
+        groups.setdefault(interleave_key(d), []).append(d)
     return list(groups.values())
+
+
+def interleave_key(d: Dispatch) -> object:
+    """The round-robin group key of `d` in an `interleave` block: its task ranges, or its own name."""
+    return tuple((a.lo, a.hi) for a in d.task_axes) if d.task_axes else ("single", d.name)

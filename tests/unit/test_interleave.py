@@ -83,3 +83,25 @@ def test_explain_stops_at_the_end_of_its_section(code: str) -> None:
     text = explain(code)
     assert text is not None
     assert not any(line.startswith("# ") for line in text.splitlines()), text[-200:]
+
+
+def test_dep_on_a_later_group_names_the_group_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "s.pgl"
+    spec.write_text(PRELUDE + """entry main {
+  manual scope {
+    interleave {
+      parallel p[i in 0..4] deps(r) { call k1(x[:, i*16 +: 16], y[:, i*16 +: 16]) }
+      parallel r[j in 0..2] { call k1(y[:, j*16 +: 16], x[:, j*16 +: 16]) }
+    }
+  }
+}
+""", encoding="utf-8")
+    assert main(["check", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert "PG032" in err and "different groups" in err and "order of their first member" in err
+
+
+def test_run_rejects_a_negative_seed_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.conftest import HEAD_SPEC
+    assert main(["run", str(HEAD_SPEC), "--config", "small", "--layers", "1", "--seed", "-5"]) == 2
+    assert "--seed" in capsys.readouterr().err

@@ -64,7 +64,9 @@ class TaskEmitter(Context):
         """An `interleave` group: one `for` nest over the shared index space, each member's task inside.
 
         A member whose task axes are named differently from the first member's reads them
-        through `const int64_t` aliases of the loop variables.
+        through `[[maybe_unused]] const int64_t` aliases of the loop variables; when a member
+        reuses a loop variable's name for another axis, the loop values go through fresh
+        temporaries first, so every alias reads the loop's value, not an alias before it.
         """
         lead = group[0]
         if not lead.task_axes or len(group) == 1:
@@ -86,6 +88,7 @@ class TaskEmitter(Context):
             with self.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
                 self._interleave_loops(group, i + 1)
             return
+        lead_vars = {a.var for a in lead.task_axes}
         for d in group:
             ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.p, d)}
             renamed = [(a, b) for a, b in zip(d.task_axes, lead.task_axes, strict=True) if a.var != b.var]
@@ -93,8 +96,17 @@ class TaskEmitter(Context):
                 self.emit_task(d, ranges)
                 continue
             with self.w.block(""):
-                for a, b in renamed:
-                    self.w.line(f"const int64_t {self.var(a.var)} = {self.var(b.var)};")
+                targets = [(self.var(a.var), b.var) for a, b in renamed]
+                sources = {b.var: self.var(b.var) for _, b in renamed}
+                if any(a.var in lead_vars for a, _ in renamed):   # e.g. q[b, c] against p[a, b]
+                    taken = set(self.var_c.values())
+                    for var in sorted(sources):
+                        tmp = self.local_name(f"{sources[var]}_loop", taken)
+                        taken.add(tmp)
+                        self.w.line(f"const int64_t {tmp} = {sources[var]};")
+                        sources[var] = tmp
+                for target, var in targets:
+                    self.w.line(f"[[maybe_unused]] const int64_t {target} = {sources[var]};")
                 self.emit_task(d, ranges)
 
     def open_task_loops(self, axes: list[ir.IAxis], i: int, d: ir.Dispatch,

@@ -134,7 +134,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     gate_proj_tids[n * 3 + k] = task_2_outs.task_id();
                 }
                 {
-                    const int64_t q = k;
+                    [[maybe_unused]] const int64_t q = k;
 
                     // Spmd 3: up_proj.critical -> mm (2 blocks, aic)
                     CoreTaskArgs params_t3;
@@ -186,8 +186,8 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     TaskOutputTensors task_4_outs = rt_submit_aic_task(2, params_t4);
                     gate_proj_tids[n * 3 + k] = task_4_outs.task_id();
                     {
-                        const int64_t j = n;
-                        const int64_t q = k;
+                        [[maybe_unused]] const int64_t j = n;
+                        [[maybe_unused]] const int64_t q = k;
 
                         // Task 5: up_proj.late -> mm (aic)
                         CoreTaskArgs params_t5;
