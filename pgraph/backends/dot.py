@@ -19,7 +19,7 @@ from pathlib import Path
 import attrs
 import graphviz
 
-from pgraph.ir.expand import Instance
+from pgraph.ir.instances import Instance
 from pgraph.ir.program import Dispatch, Program
 from pgraph.plan.base import Plan
 

@@ -15,90 +15,24 @@ written earlier, InOut writes after an earlier writer; simpler `compute_task_fan
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
 
-import attrs
-import networkx as nx
-
-from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
+from pgraph.ir.expand_deps import DepResolution
 from pgraph.ir.expr import Compiled, EvalError, compile_expr
+from pgraph.ir.instances import ArgBox, Box, BufferKey, Instance, InstanceGraph, axis_values, boxes_overlap, overlap
 
-Box = tuple[tuple[int, int], ...]
+__all__ = ["MAX_EXPANSION_WORK", "Expander", "boxes_overlap", "expand", "overlap"]
+
 #: Most work one expansion may take: region evaluations (expanded tasks x blocks x (1 + args +
 #: access items)) plus the dep tiles each task scans. The HEAD decode spec needs 28,488 (window)
 #: and 379,174 (full=True, 40 layers); a bound mutated to 10**6 would otherwise run for minutes
 #: and take gigabytes (about 10 us and 10 KB per unit), so PG031 stops it first.
 MAX_EXPANSION_WORK = 1_000_000
-BufferKey = tuple[str, tuple[int, ...]]
 
 
-@attrs.frozen
-class Instance:
-    """One submitted task (or alloc task): dispatch, loop iterations, task index, weight."""
-
-    id: int
-    dispatch: str
-    kind: str
-    iters: tuple[int, ...]
-    index: tuple[int, ...]
-    weight: int
-    scope: int
-    blocks: int
-    label: str
-
-
-@attrs.frozen
-class ArgBox:
-    """A task-level kernel argument: buffer, bounding box in the region tensor's coordinates."""
-
-    param: ir.Param
-    tensor: str
-    buffer: BufferKey
-    box: Box
-    indirect: bool
-
-
-class InstanceGraph:
-    """Instances in submission order and the DiGraph of their edges."""
-
-    def __init__(self, program: ir.Program, full: bool) -> None:
-        self.program = program
-        self.full = full
-        self.instances: list[Instance] = []
-        self.by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int] = {}
-        self.graph: nx.DiGraph = nx.DiGraph()
-        self.args: dict[int, list[ArgBox]] = {}
-        self.blocks: dict[int, list[dict[str, list[tuple[str, BufferKey, Box, bool]]]]] = {}
-        self.loop_weights: dict[int, dict[int, int]] = {}
-        self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
-        #: scope id -> the loops whose iterations make separate instances of that scope
-        self.scope_loops: dict[int, tuple[int, ...]] = {}
-
-    def add_edge(self, src: int, dst: int, prov: str, span: object = None) -> None:
-        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
-        counted = 1 if prov in ("explicit", "carried") else 0
-        data = self.graph.get_edge_data(src, dst)
-        if data is None:
-            self.graph.add_edge(src, dst, prov={prov}, entries=counted, span=span)
-        else:
-            data["prov"].add(prov)
-            data["entries"] += counted
-            if data.get("span") is None:
-                data["span"] = span
-
-    def instance(self, node: int) -> Instance:
-        """The instance with id `node`."""
-        return self.instances[node]
-
-
-def _axis_values(axes: tuple[ir.IAxis, ...]) -> Iterator[tuple[int, ...]]:
-    return itertools.product(*(range(a.lo, a.hi) for a in axes))
-
-
-class Expander:
+class Expander(DepResolution):
     """Builds an InstanceGraph; diagnostics (bounds, deps, cycles) go to the bag."""
 
     def __init__(self, program: ir.Program, bag: DiagnosticBag, full: bool = False) -> None:
@@ -202,7 +136,7 @@ class Expander:
                 while j < len(dispatches) and dispatches[j].interleave == d.interleave:
                     j += 1
                 for group in ir.interleave_groups(dispatches[i:j]):
-                    for index in _axis_values(group[0].task_axes):
+                    for index in axis_values(group[0].task_axes):
                         for member in group:
                             self.emit(member, iters, weight, index)
                 i = j
@@ -246,7 +180,7 @@ class Expander:
         iters_by_loop = dict(zip(d.loops, iters))
         self.open_allocs(d, iters_by_loop, weight)
         env0 = self.env_for(d, iters)
-        for index in (_axis_values(d.task_axes) if only is None else [only]):
+        for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
             env = dict(env0)
             env.update({a.var: v for a, v in zip(d.task_axes, index)})
@@ -341,7 +275,7 @@ class Expander:
         """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
         blocks: list[dict[str, list[tuple[str, BufferKey, Box, bool]]]] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
-        for bidx in _axis_values(d.block_axes) if d.block_axes else [()]:
+        for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
             benv = dict(env)
             benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
             where = label + _index_label(d.block_axes, bidx)
@@ -380,7 +314,7 @@ class Expander:
         assert resolved is not None
         tname, key = resolved
         shape = self.p.tensors[tname].shape
-        item_sets = _axis_values(tuple(ir.IAxis(it.var, it.lo, it.hi, acc.span) for it in acc.items))
+        item_sets = axis_values(tuple(ir.IAxis(it.var, it.lo, it.hi, acc.span) for it in acc.items))
         for values in item_sets:
             ienv = dict(env)
             ienv.update({it.var: v for it, v in zip(acc.items, values)})
@@ -405,10 +339,10 @@ class Expander:
                 if len(iters_by_loop) != len(d.loops):
                     continue
                 env = {self.loops[lid].axis.var: v for lid, v in iters_by_loop.items()}
-                for index in _axis_values(d.task_axes):
+                for index in axis_values(d.task_axes):
                     tenv = dict(env)
                     tenv.update({a.var: v for a, v in zip(d.task_axes, index)})
-                    for bidx in _axis_values(d.block_axes) if d.block_axes else [()]:
+                    for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
                         benv = dict(tenv)
                         benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
                         where = d.name + _index_label(d.task_axes, index) + f"@{lp.axis.var}={last}"
@@ -417,240 +351,6 @@ class Expander:
                                 self.block_access(acc, benv, iters_by_loop, where, {"read": [], "write": [], "atomic": []})
                             except EvalError as e:
                                 self.eval_error(where, e)
-
-    # ---- deps ----
-    def tile_map(self, name: str) -> dict[tuple[int, ...], tuple[str, tuple[int, ...]]]:
-        cached = self.tile_maps.get(name)
-        if cached is not None:
-            return cached
-        ts = self.p.tilesets[name]
-        out: dict[tuple[int, ...], tuple[str, tuple[int, ...]]] = {}
-        for dname in ts.dispatches:
-            d = self.p.dispatch(dname)
-            pos = {a.var: i for i, a in enumerate(ts.axes)}
-            task_pos = [pos[a.var] for a in d.task_axes]
-            box = {a.var: a for a in (*d.task_axes, *d.block_axes)}
-            for coord in _axis_values(tuple(box[a.var] for a in ts.axes)):
-                out[coord] = (dname, tuple(coord[i] for i in task_pos))
-        self.tile_maps[name] = out
-        return out
-
-    def select_tiles(self, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int]) -> list[tuple[int, ...]] | None:
-        if dep.sels is None:
-            return list(_axis_values(ts.axes))
-        if len(dep.sels) != len(ts.axes):
-            self.bag.add("PG020", f"'{ts.name}' has {len(ts.axes)} tile ind{'ex' if len(ts.axes) == 1 else 'ices'} "
-                         f"but the dep selects {len(dep.sels)}", dep.span, [Note(f"'{ts.name}' declared here", ts.span)])
-            return None
-        ranges = []
-        for sel, axis in zip(dep.sels, ts.axes):
-            if sel.kind == "all":
-                ranges.append(range(axis.lo, axis.hi))
-                continue
-            lo, hi = self.interval(sel.kind, sel.a, sel.b, env)
-            if hi > lo and (lo < axis.lo or hi > axis.hi):
-                self.bag.add("PG026", f"'{d.name}' selects {ts.name} tiles {axis.var} in {lo}..{hi}, outside "
-                             f"{axis.lo}..{axis.hi}", sel.span, [Note(f"'{ts.name}' declared here", ts.span)],
-                             hint="a dep names logical tiles of the tile space; check the index arithmetic")
-                return None
-            ranges.append(range(lo, max(lo, hi)))
-        return list(itertools.product(*ranges))
-
-    def producer_iters(self, producer: ir.Dispatch, consumer_iters: dict[int, int]) -> tuple[int, ...] | None:
-        out = []
-        for lid in producer.loops:
-            v = consumer_iters.get(lid)
-            if v is None:
-                v = self.last_iteration(lid)
-                if v is None:
-                    return None
-            out.append(v)
-        return tuple(out)
-
-    def resolve_deps(self) -> None:
-        for inst in list(self.g.instances):
-            if inst.kind == "alloc":
-                continue
-            d = self.p.dispatch(inst.dispatch)
-            iters_by_loop = dict(zip(d.loops, inst.iters))
-            env = self.env_for(d, inst.iters)
-            env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
-            for dep in d.deps:
-                try:
-                    self.resolve_dep(inst, d, dep, iters_by_loop, env)
-                except EvalError as e:
-                    self.eval_error(inst.label, e)
-
-    def resolve_dep(self, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
-                    env: dict[str, int]) -> None:
-        prov = "explicit"
-        target = dep.target
-        iters = dict(iters_by_loop)
-        if dep.kind == "carry":
-            carry = self.p.carries[dep.target]
-            lp = self.carry_loop[dep.target]
-            value = iters_by_loop.get(lp.id)
-            prov = "carried"
-            if value is None:  # after the loop (as a tensor carry): NEXT of the last iteration, INIT if none ran
-                last = self.last_iteration(lp.id)
-                value = lp.axis.lo if last is None else last + 1
-            if value == lp.axis.lo:
-                target = carry.init
-                iters.pop(lp.id, None)
-            else:
-                target = carry.next
-                iters[lp.id] = value - 1
-        ts = self.p.tilesets[target]
-        tiles = self.select_tiles(d, dep, ts, env) if dep.kind == "tiles" else list(_axis_values(ts.axes))
-        if tiles is None:
-            return
-        if not tiles:
-            key = ("PG015", dep.span.line, dep.span.col)
-            if key not in self.reported:
-                self.reported.add(key)
-                self.bag.add("PG015", f"'{d.name}' depends on an empty set of '{ts.name}' tiles", dep.span,
-                             hint="an empty range is legal but orders nothing; check the bounds")
-            return
-        tmap = self.tile_map(target)
-        # One dep entry per selected tile of a tile array (parallel, dummy, tiles: the
-        # reference's TaskId arrays with one slot per tile); one entry per task for an
-        # `at` or `spmd` declaration and for a carry (a single TaskId).
-        per_task = dep.kind == "carry" or ts.kind in ("at", "spmd")
-        seen: set[int] = set()
-        for coord in tiles:
-            dname, index = tmap[coord]
-            producer = self.p.dispatch(dname)
-            piters = self.producer_iters(producer, iters)
-            if piters is None:
-                continue
-            node = self.g.by_key.get((dname, piters, index))
-            if node is None or (per_task and node in seen):
-                continue
-            seen.add(node)
-            if node > inst.id:
-                self.forward.append((node, inst.id, dep.span))
-            self.g.add_edge(node, inst.id, prov, dep.span)
-
-    # ---- TensorMap inference in auto scopes ----
-    def infer_edges(self) -> None:
-        entries: dict[BufferKey, list[tuple[Box, int, str]]] = {}
-        for inst in self.g.instances:
-            if inst.kind in ("alloc", "dummy"):
-                continue
-            if self.p.scopes[inst.scope].mode == "manual":
-                continue
-            d = self.p.dispatch(inst.dispatch)
-            iters_by_loop = dict(zip(d.loops, inst.iters))
-            register = []
-            for arg in self.g.args.get(inst.id, []):
-                alloc = self.alloc_node(arg.buffer, iters_by_loop)
-                if alloc is not None:
-                    self.g.add_edge(alloc, inst.id, "creator")
-                direction = arg.param.direction
-                live = entries.get(arg.buffer, [])
-                if direction in ("in", "inout", "atomic_add"):
-                    keep = []
-                    for box, producer, tname in live:
-                        if producer != inst.id and _overlap(box, tname, arg.box, arg.tensor, self.p):
-                            self.g.add_edge(producer, inst.id, "inferred")
-                            if direction != "in" and tname == arg.tensor and _covers(arg.box, box):
-                                continue
-                        keep.append((box, producer, tname))
-                    entries[arg.buffer] = keep
-                if direction in ("out", "inout", "atomic_add"):
-                    register.append((arg.buffer, arg.box, arg.tensor))
-            for buf, box, tname in register:
-                entries.setdefault(buf, []).append((box, inst.id, tname))
-
-    def alloc_node(self, buffer: BufferKey, iters_by_loop: dict[int, int]) -> int | None:
-        t = self.p.tensors[buffer[0]]
-        if t.storage != "alloc" or t.scope is None:
-            return None
-        return self.alloc_of.get((t.scope, t.loops, buffer[1]))
-
-    # ---- cycles ----
-    def check_cycles(self) -> None:
-        if nx.is_directed_acyclic_graph(self.g.graph):  # linear; find_cycle is slow on big DAGs
-            self.check_forward()
-            return
-        try:
-            cycle = nx.find_cycle(self.g.graph)
-        except nx.NetworkXNoCycle:
-            return
-        # Start at an edge whose producer is submitted after its consumer (every cycle has
-        # one): that dep names a future task, so it is the one to report.
-        back = next((i for i, (u, v) in enumerate(cycle) if u > v), 0)
-        cycle = cycle[back:] + cycle[:back]
-        names = [self.g.instances[u].label for u, _ in cycle]
-        first = self.g.graph.edges[cycle[0]]
-        notes = []
-        for u, v in cycle:
-            span = self.g.graph.edges[u, v].get("span")
-            notes.append(Note(f"{self.g.instances[v].label} waits on {self.g.instances[u].label}", span))  # type: ignore[arg-type]
-        self.bag.add("PG013", "dependency cycle: " + " -> ".join([*names, names[0]]), first.get("span"), notes,
-                     hint="remove one of the deps in the cycle; a task cannot wait on its own consumers")
-
-
-    def check_forward(self) -> None:
-        """PG032: a dep on a task submitted later in program order (its TaskId does not exist yet)."""
-        done: set[tuple[str, str]] = set()
-        for producer, consumer, span in self.forward:
-            ip, ic = self.g.instances[producer], self.g.instances[consumer]
-            key = (ip.dispatch, ic.dispatch)
-            if key in done:
-                continue
-            done.add(key)
-            dp, dc = self.p.dispatch(ip.dispatch), self.p.dispatch(ic.dispatch)
-            hint = ("tasks are submitted in program order and a TaskId exists only once its task is submitted "
-                    "(a dep on a later task is dropped as invalid); move the producer before the consumer")
-            same_block = dp.interleave is not None and dp.interleave == dc.interleave
-            if same_block and not _same_group(dp, dc):
-                hint = (f"'{dp.name}' and '{dc.name}' are in one `interleave` block but in different groups, "
-                        "which are submitted in the order of their first member; declare the producer's group "
-                        "first, or take it out of the block")
-            elif same_block:
-                hint = ("both are in one `interleave` block, which submits index by index: a task may depend on "
-                        "earlier indices, or on the same index of an earlier member; depend on an earlier index, "
-                        "or take the producer out of the block")
-            self.bag.add(
-                "PG032",
-                f"'{ic.label}' depends on '{ip.label}', which is submitted after it",
-                span,  # type: ignore[arg-type]
-                [Note(f"'{ip.dispatch}' is declared here", dp.span)],
-                hint=hint,
-            )
-
-
-def _same_group(a: ir.Dispatch, b: ir.Dispatch) -> bool:
-    """True when two dispatches of one `interleave` block are in one round-robin group."""
-    return ir.interleave_key(a) == ir.interleave_key(b)
-
-
-def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,
-                  tensors: Mapping[str, ir.Tensor]) -> bool:
-    """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals
-    (views of one buffer with other shapes are compared as the runtime's L1 test does)."""
-    if ta == tb:
-        return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
-    fa, fb = _flat(a, tensors[ta].shape), _flat(b, tensors[tb].shape)
-    return fa[0] < fb[1] and fb[0] < fa[1]
-
-
-def _overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
-    return boxes_overlap(a, ta, b, tb, p.tensors)
-
-
-def _flat(box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> tuple[int, int]:
-    """Flat element bounding interval of a box in a row-major tensor (the runtime's L1 test)."""
-    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-    lo = sum(b[0] * s for b, s in zip(box, strides))
-    hi = sum((b[1] - 1) * s for b, s in zip(box, strides)) + 1
-    return lo, hi
-
-
-def _covers(outer: Box, inner: Box) -> bool:
-    return all(o[0] <= i[0] and i[1] <= o[1] for o, i in zip(outer, inner))
-
 
 def _index_label(axes: tuple[ir.IAxis, ...], index: tuple[int, ...]) -> str:
     if not axes:

@@ -9,8 +9,8 @@ import math
 import attrs
 
 from pgraph.ir import program as ir
-from pgraph.ir.expand import boxes_overlap
 from pgraph.ir.expr import EvalError, evaluate, free_vars
+from pgraph.ir.instances import boxes_overlap
 from pgraph.ir.lower_base import LowerState
 
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import attrs
 
 from pgraph.diagnostics import DiagnosticBag
-from pgraph.ir.expand import Instance, InstanceGraph
+from pgraph.ir.instances import Instance, InstanceGraph
 from pgraph.ir.program import Program
 
 

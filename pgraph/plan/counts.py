@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pgraph.ir.expand import Instance
+from pgraph.ir.instances import Instance
 from pgraph.plan.base import Pass, Plan, layer_share
 
 EXPLICIT = {"explicit", "carried"}

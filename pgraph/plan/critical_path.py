@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from pgraph.ir.expand import Instance
+from pgraph.ir.instances import Instance
 from pgraph.plan.base import Pass, Plan
 
 CORES_KEY = {"aic": "aic", "aiv": "aiv", "mix": "clusters"}

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from pgraph.diagnostics import Note, Severity
-from pgraph.ir.expand import Instance
+from pgraph.ir.instances import Instance
 from pgraph.plan.base import Pass, Plan
 
 WAIT = {"explicit", "carried", "inferred", "creator"}

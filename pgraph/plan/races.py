@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from pgraph.diagnostics import Note
-from pgraph.ir.expand import Box, BufferKey, _flat, _overlap
+from pgraph.ir.instances import Box, BufferKey, flat, overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.plan.base import Pass, Plan
 from pgraph.plan.reach import ancestors, ordered
@@ -62,7 +62,7 @@ def _conflict(a: list[tuple[str, Box, str]], b: list[tuple[str, Box, str]], p: P
                 continue
             if ka == "atomic" and kb == "atomic":
                 continue
-            if _overlap(boxa, ta, boxb, tb, p):
+            if overlap(boxa, ta, boxb, tb, p):
                 return ka, kb, boxa, ta
     return None
 
@@ -228,7 +228,7 @@ class SpmdOverlapPass(Pass):
             j = min(later)
             for ta, ka, ba in ws:
                 for tb, kb, bb in writes[j]:
-                    if ka == kb and _overlap(ba, ta, bb, tb, p):
+                    if ka == kb and overlap(ba, ta, bb, tb, p):
                         return i, j, ta, ba
         return None
 
@@ -237,7 +237,7 @@ class _WriteIndex:
     """Writes to one buffer sorted by their interval in one dimension, for overlap queries.
 
     One tensor name: the dimension with the most distinct intervals (the one the blocks
-    slice). Several names (views of one buffer): the flat element interval, as `_overlap`
+    slice). Several names (views of one buffer): the flat element interval, as `instances.overlap`
     compares them. `prefix_hi[k]` is the largest interval end among the first k+1 entries,
     so a query walks back only while an earlier write can still reach it.
     """
@@ -261,18 +261,18 @@ class _WriteIndex:
         if self.dim is not None:
             return box[self.dim]
         if not box or any(a >= b for a, b in box):
-            return (-1, 1 << 126)  # `_overlap` on boxes with an empty side: compare with everything
-        return _flat(box, self.p.tensors[tensor].shape)
+            return (-1, 1 << 126)  # `instances.overlap` on boxes with an empty side: compare with everything
+        return flat(box, self.p.tensors[tensor].shape)
 
     def clashing(self, tensor: str, box: Box) -> list[int]:
-        """Blocks with a write that overlaps `box` of `tensor` (by `_overlap`)."""
+        """Blocks with a write that overlaps `box` of `tensor` (by `instances.overlap`)."""
         lo, hi = self.interval(tensor, box)
         out = []
         k = bisect.bisect_left(self.los, hi) - 1
         while k >= 0 and self.prefix_hi[k] > lo:
             if self.his[k] > lo:
                 j, t, b = self.entries[k]
-                if _overlap(box, tensor, b, t, self.p):
+                if overlap(box, tensor, b, t, self.p):
                     out.append(j)
             k -= 1
         return out

@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any
 
 from pgraph.diagnostics import Note
-from pgraph.ir.expand import Instance
+from pgraph.ir.instances import Instance
 from pgraph.plan.base import Pass, Plan
 from pgraph.source import Span
 from pgraph.target import heap_bytes

@@ -29,7 +29,8 @@ from pgraph.backends.a2a3.dtypes import DTYPES
 from pgraph.cli import main
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.driver import Options, compile_program, plan_program
-from pgraph.ir.expand import InstanceGraph, expand
+from pgraph.ir.expand import expand
+from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
 from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
 

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from pgraph.cli import main
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.driver import Options, compile_program, plan_program
-from pgraph.ir.expand import MAX_EXPANSION_WORK, Expander, _overlap
+from pgraph.ir.expand import MAX_EXPANSION_WORK, Expander
+from pgraph.ir.instances import overlap
 from pgraph.plan.races import SpmdOverlapPass
 from tests.conftest import HEAD_SPEC, SPECS
 
@@ -110,7 +111,7 @@ def brute_first_clash(blocks, p):  # the original pairwise loop: the oracle
     for i, j in itertools.combinations(range(len(writes)), 2):
         for ta, ka, ba in writes[i]:
             for tb, kb, bb in writes[j]:
-                if ka == kb and _overlap(ba, ta, bb, tb, p):
+                if ka == kb and overlap(ba, ta, bb, tb, p):
                     return i, j, ta, ba
     return None
 
@@ -121,7 +122,7 @@ class _T:
 
 
 class _P:
-    """The two tensors `_overlap` looks up: a [4, 6] tensor and its flat [24] view."""
+    """The two tensors `overlap` looks up: a [4, 6] tensor and its flat [24] view."""
 
     tensors = {"a": _T((4, 6)), "v": _T((24,))}
 

@@ -22,7 +22,8 @@ import attrs
 
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
-from pgraph.ir.expand import Box, BufferKey, Expander, InstanceGraph
+from pgraph.ir.expand import Expander
+from pgraph.ir.instances import Box, BufferKey, InstanceGraph
 from pgraph.ir.program import Program
 
 Access = tuple[str, BufferKey, Box, bool]

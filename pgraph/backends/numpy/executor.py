@@ -35,7 +35,7 @@ from pgraph.backends.numpy.storage import (
     poisoned,
     reshape_view,
 )
-from pgraph.ir.expand import Box, BufferKey, InstanceGraph
+from pgraph.ir.instances import Box, BufferKey, InstanceGraph
 
 BlockOrder = Callable[[int, int], Sequence[int]]
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from pgraph.ir.expand import InstanceGraph
+from pgraph.ir.instances import InstanceGraph
 
 ORDERS = ("topo", "random", "adversarial")
 

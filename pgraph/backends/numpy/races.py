@@ -18,7 +18,7 @@ import math
 import attrs
 import networkx as nx
 
-from pgraph.ir.expand import Box, BufferKey, InstanceGraph
+from pgraph.ir.instances import Box, BufferKey, InstanceGraph
 from pgraph.ir.program import Program
 
 Access = tuple[str, BufferKey, Box, bool]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import ml_dtypes
 import numpy as np
 
-from pgraph.ir.expand import Box
+from pgraph.ir.instances import Box
 
 #: .pgl dtype → NumPy dtype. bf16 is ml_dtypes.bfloat16 (round-to-nearest-even casts).
 NP_DTYPES: dict[str, np.dtype] = {
