@@ -29,7 +29,7 @@ def _order(tmp_path: Path, body: str) -> list[str]:
     spec = tmp_path / "s.pgl"
     spec.write_text(PRELUDE + "entry main {\n  manual scope {\n" + body + "\n  }\n}\n", encoding="utf-8")
     plan, bag = plan_program(spec, Options())
-    assert plan is not None and not bag.has_errors, [d.render() for d in bag.items]
+    assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
     return [i.label for i in plan.graph.instances if i.kind != "alloc"]
 
 
