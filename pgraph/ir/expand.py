@@ -168,7 +168,8 @@ class Expander(DepResolution):
             w = 1
             for lid in loops:
                 w *= dict(self.iterations(lid)).get(iters_by_loop[lid], 1)
-            self.g.instances.append(Instance(node, f"alloc@scope{sid}", "alloc", key[2], (), w, sid, tasks, label))
+            self.g.instances.append(Instance(node, f"alloc@scope{sid}", "alloc", key[2], (), w, sid, tasks, label,
+                                             loops))
             self.g.alloc_info[node] = (sid, loops, tuple(tensors))
             self.g.graph.add_node(node)
             self.alloc_of[key] = node
@@ -185,7 +186,7 @@ class Expander(DepResolution):
             env = dict(env0)
             env.update({a.var: v for a, v in zip(d.task_axes, index)})
             label = d.name + _index_label(d.task_axes, index) + _iters_label(self.p, d.loops, iters)
-            inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label)
+            inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node
             self.g.graph.add_node(node)

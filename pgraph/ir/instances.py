@@ -23,7 +23,11 @@ BufferKey = tuple[str, tuple[int, ...]]
 
 @attrs.frozen
 class Instance:
-    """One submitted task (or alloc task): dispatch, loop iterations, task index, weight."""
+    """One submitted task (or alloc task): dispatch, loop iterations, task index, weight.
+
+    `loops` are the ids of the loops `iters` belong to (the dispatch's loops; for an alloc
+    task, the loops of its allocation group).
+    """
 
     id: int
     dispatch: str
@@ -34,6 +38,7 @@ class Instance:
     scope: int
     blocks: int
     label: str
+    loops: tuple[int, ...]
 
 
 @attrs.frozen

@@ -187,12 +187,8 @@ class LowerState:
         return self.scopes[scope].mode == "manual"
 
     def ancestors(self, scope: int) -> list[int]:
-        out = []
-        cur: int | None = scope
-        while cur is not None:
-            out.append(cur)
-            cur = self.scopes[cur].parent
-        return out
+        """`scope` and its enclosing scopes so far, innermost first (ir.scope_chain)."""
+        return ir.scope_chain(self.scopes, scope)
 
     def tensor_type(self, name: str) -> ir.Tensor | None:
         if name in self.tensors:

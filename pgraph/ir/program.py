@@ -318,12 +318,17 @@ class Program:
 
     def ancestors(self, scope: int) -> list[int]:
         """`scope` and its enclosing scopes, innermost first."""
-        out = []
-        cur: int | None = scope
-        while cur is not None:
-            out.append(cur)
-            cur = self.scopes[cur].parent
-        return out
+        return scope_chain(self.scopes, scope)
+
+
+def scope_chain(scopes: Sequence[Scope], scope: int) -> list[int]:
+    """`scope` and its enclosing scopes in `scopes` (indexed by id), innermost first."""
+    out = []
+    cur: int | None = scope
+    while cur is not None:
+        out.append(cur)
+        cur = scopes[cur].parent
+    return out
 
 
 def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:

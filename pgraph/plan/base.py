@@ -19,33 +19,31 @@ class Plan:
     graph: InstanceGraph
     bag: DiagnosticBag
     facts: dict[str, Any] = attrs.field(factory=dict)
+    #: the id of the first top-level loop (the layer loop), or None (set from `program`)
+    layer_loop: int | None = attrs.field(init=False)
+    _rep: int | None = attrs.field(init=False)
 
-    @property
-    def layer_loop(self) -> int | None:
-        """The id of the first top-level loop (the layer loop), or None."""
-        for lp in self.program.loops:
-            if lp.parent_scope == 0:
-                return lp.id
-        return None
+    def __attrs_post_init__(self) -> None:
+        self.layer_loop = next((lp.id for lp in self.program.loops if lp.parent_scope == 0), None)
+        self._rep = None
+        if self.layer_loop is not None:
+            ax = self.program.loops[self.layer_loop].axis
+            if ax.size > 0:
+                self._rep = ax.lo + 1 if ax.size >= 2 else ax.lo
 
     def representative_iteration(self) -> int | None:
         """The layer-loop iteration standing for 'one layer' (the second when there are two)."""
-        lid = self.layer_loop
-        if lid is None:
-            return None
-        ax = self.program.loops[lid].axis
-        if ax.size == 0:
-            return None
-        return ax.lo + 1 if ax.size >= 2 else ax.lo
+        return self._rep
 
     def in_layer(self, inst: Instance) -> bool:
-        """True when `inst` belongs to the representative iteration of the layer loop."""
-        lid = self.layer_loop
-        rep = self.representative_iteration()
-        if lid is None or rep is None or inst.kind == "alloc":
+        """True when `inst` (not an alloc task) belongs to the representative iteration of the layer loop."""
+        if self._rep is None or inst.kind == "alloc":
             return False
-        d = self.program.dispatch(inst.dispatch)
-        return bool(d.loops) and d.loops[0] == lid and inst.iters[0] == rep
+        return bool(inst.loops) and inst.loops[0] == self.layer_loop and inst.iters[0] == self._rep
+
+    def reported(self, inst: Instance) -> bool:
+        """Instances per-layer reports show: the representative layer, plus tasks outside every loop."""
+        return self.in_layer(inst) or (inst.kind != "alloc" and not inst.loops)
 
 
 def layer_share(plan: Plan, inst: Instance) -> int:

@@ -103,8 +103,7 @@ class CriticalPathPass(Pass):
         first, rep = sorted(weights)[:2]
         ends: dict[int, int] = {}
         for inst in plan.graph.instances:
-            d = None if inst.kind == "alloc" else plan.program.dispatch(inst.dispatch)
-            if d is None or not d.loops or d.loops[0] != lid:
+            if inst.kind == "alloc" or not inst.loops or inst.loops[0] != lid:
                 continue
             it = inst.iters[0]
             ends[it] = max(ends.get(it, 0), dist[inst.id])

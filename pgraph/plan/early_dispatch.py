@@ -59,7 +59,7 @@ def classify(plan: Plan, node: int, ignore: int | None = None) -> tuple[str, lis
 
 def _scope_of_report(plan: Plan, inst: Instance) -> bool:
     """Instances the table shows: the representative layer, plus everything outside loops."""
-    return plan.in_layer(inst) or not plan.program.dispatch(inst.dispatch).loops
+    return plan.reported(inst)
 
 
 class EarlyDispatchPass(Pass):

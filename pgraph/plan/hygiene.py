@@ -45,8 +45,7 @@ def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
 
 
 def _reported(plan: Plan, node: int) -> bool:
-    inst = plan.graph.instances[node]
-    return plan.in_layer(inst) or (inst.kind != "alloc" and not plan.program.dispatch(inst.dispatch).loops)
+    return plan.reported(plan.graph.instances[node])
 
 
 class RedundantEdgePass(Pass):
@@ -142,7 +141,7 @@ class DeadTaskPass(Pass):
         dead: dict[str, set[str]] = {}
         for node, keys in writes.items():
             inst = g.instances[node]
-            if any(it != p.loops[lid].axis.lo for lid, it in zip(p.dispatch(inst.dispatch).loops, inst.iters)):
+            if any(it != p.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters)):
                 continue  # later iterations' readers may not be expanded
             live = False
             for key in keys:

@@ -16,7 +16,6 @@ from collections import defaultdict
 from typing import Any
 
 from pgraph.diagnostics import Note
-from pgraph.ir.instances import Instance
 from pgraph.plan.base import Pass, Plan
 from pgraph.source import Span
 from pgraph.target import heap_bytes
@@ -30,7 +29,6 @@ class RingsPass(Pass):
     name = "rings"
 
     def run(self, plan: Plan) -> None:
-        p = plan.program
         self.scope_loops = plan.graph.scope_loops
         self.per_key = self.scope_instances(plan)
         self.clamped(plan)
@@ -38,13 +36,6 @@ class RingsPass(Pass):
         self.scope_window(plan)
         self.ring_table(plan)
         self.task_limits(plan)
-        del p
-
-
-    def loops_of(self, plan: Plan, inst: Instance) -> tuple[int, ...]:
-        if inst.kind == "alloc":
-            return plan.graph.alloc_info[inst.id][1]
-        return plan.program.dispatch(inst.dispatch).loops
 
     def scope_instances(self, plan: Plan) -> dict[ScopeKey, dict[str, Any]]:
         """Per scope instance: tasks (weighted over loops inside it), heap bytes, members."""
@@ -52,7 +43,7 @@ class RingsPass(Pass):
         out: dict[ScopeKey, dict[str, Any]] = defaultdict(lambda: {"tasks": 0, "compute": 0, "dummies": 0,
                                                                    "allocs": 0, "heap": 0, "members": []})
         for inst in g.instances:
-            loops = self.loops_of(plan, inst)
+            loops = inst.loops
             by_loop = dict(zip(loops, inst.iters))
             own = self.scope_loops[inst.scope]
             key = (inst.scope, tuple(by_loop.get(lid, 0) for lid in own))
@@ -207,7 +198,7 @@ class RingsPass(Pass):
         if lid is None or rep is None:
             return out
         for inst in g.instances:
-            loops = self.loops_of(plan, inst)
+            loops = inst.loops
             if not loops or loops[0] != lid or inst.iters[0] != rep:
                 continue
             r = ring_of[inst.scope]
