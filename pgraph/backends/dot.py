@@ -75,27 +75,18 @@ class DotEdge:
 def representative_iterations(plan: Plan) -> dict[int, int]:
     """Loop id -> the iteration drawn for it (empty loops are absent: nothing inside is drawn).
 
-    The layer loop uses `plan.representative_iteration()`; every other loop the same rule
-    (lo + 1 when the loop has at least two iterations, else lo).
+    Every loop uses the rule of `plan.representative_iteration()` for the layer loop:
+    lo + 1 when the loop has at least two iterations, else lo.
     """
-    reps: dict[int, int] = {}
-    for lp in plan.program.loops:
-        if lp.axis.size == 0:
-            continue
-        reps[lp.id] = lp.axis.lo + 1 if lp.axis.size >= 2 else lp.axis.lo
-    lid = plan.layer_loop
-    rep = plan.representative_iteration()
-    if lid is not None and rep is not None:
-        reps[lid] = rep
-    return reps
+    return {lp.id: lp.axis.lo + 1 if lp.axis.size >= 2 else lp.axis.lo
+            for lp in plan.program.loops if lp.axis.size > 0}
 
 
 def is_drawn(p: Program, reps: dict[int, int], inst: Instance) -> bool:
     """True when every loop iteration of `inst` is its loop's representative (alloc tasks: never)."""
     if inst.kind == "alloc":
         return False
-    d = p.dispatch(inst.dispatch)
-    return all(reps.get(lid) == it for lid, it in zip(d.loops, inst.iters, strict=True))
+    return all(reps.get(lid) == it for lid, it in zip(inst.loops, inst.iters, strict=True))
 
 
 def _primary_prov(prov: Iterable[str]) -> str | None:
@@ -139,7 +130,7 @@ def _classify(plan: Plan, reps: dict[int, int], u: Instance, v: Instance, prov: 
     return "forward", ""
 
 
-def collect_edges(plan: Plan) -> list[DotEdge]:
+def collect_edges(plan: Plan, reps: dict[int, int] | None = None) -> list[DotEdge]:
     """The bundled edges of the picture, sorted by (source, target) declaration order.
 
     Alloc (creator) sources are skipped; an instance edge with several provenances counts
@@ -147,7 +138,7 @@ def collect_edges(plan: Plan) -> list[DotEdge]:
     """
     p = plan.program
     g = plan.graph
-    reps = representative_iterations(plan)
+    reps = representative_iterations(plan) if reps is None else reps
     order = {d.name: d.order for d in p.dispatches}
     bundles: dict[tuple[str, str, str, str, str], int] = {}
     for u, v, data in g.graph.edges(data=True):
@@ -302,7 +293,7 @@ def build_digraph(plan: Plan) -> graphviz.Digraph:
     g.attr("node", fontname="Helvetica", fontsize="10")
     g.attr("edge", fontname="Helvetica", fontsize="9", arrowsize="0.7")
     _emit(plan, g, None, tree, reps)
-    for e in collect_edges(plan):
+    for e in collect_edges(plan, reps):
         attrs_ = dict(PROV_STYLE[e.prov])
         if e.label:
             attrs_["label"] = e.label

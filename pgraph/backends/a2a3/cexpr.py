@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from pgraph.source import Span
 from pgraph.syntax.ast import BinOp, Expr, Func, Name, Neg, Not, Num
 
 #: C++ precedence levels used to drop redundant parentheses (higher binds tighter).
@@ -41,11 +40,6 @@ class Interval:
 
 
 UNBOUNDED = Interval(None, None)
-
-
-def num(value: int, span: Span) -> Num:
-    """A literal with `span`."""
-    return Num(value, span)
 
 
 def add(a: Expr, b: Expr) -> Expr:

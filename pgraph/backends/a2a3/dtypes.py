@@ -20,15 +20,14 @@ class DType:
     spelling: str
     ctype: str
     verified: bool
-    is_float: bool = False
 
 
 #: .pgl dtype -> simpler spelling. Keep in sync with `pgraph.ir.program.DTYPE_BYTES`.
 DTYPES: dict[str, DType] = {
-    "f32": DType("FLOAT32", "float", True, True),        # verified: pypto decode orchestration
-    "bf16": DType("BFLOAT16", "uint16_t", True, True),   # verified; no C++ scalar type (raw bits)
+    "f32": DType("FLOAT32", "float", True),        # verified: pypto decode orchestration
+    "bf16": DType("BFLOAT16", "uint16_t", True),   # verified; no C++ scalar type (raw bits)
     "u8": DType("UINT8", "uint8_t", True),               # verified: pa_metadata / pa_workspace
-    "f16": DType("FLOAT16", "uint16_t", False, True),    # unverified spelling
+    "f16": DType("FLOAT16", "uint16_t", False),    # unverified spelling
     "i8": DType("INT8", "int8_t", False),                # unverified spelling
     "i16": DType("INT16", "int16_t", False),             # unverified spelling
     "i32": DType("INT32", "int32_t", False),             # unverified spelling

@@ -78,19 +78,19 @@ def py_literal(value: object, indent: int = 0) -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        flat = "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
         leaf = not any(isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], (dict, list)))
                        for v in value.values())
         if leaf:  # one line per parameter / config row, whatever its length
-            return flat
+            return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
         rows = [f"{inner}{py_literal(k)}: {py_literal(v, indent + 1)}," for k, v in value.items()]
         return "{\n" + "\n".join(rows) + f"\n{pad}}}"
     if isinstance(value, list):
         if not value:
             return "[]"
-        flat = "[" + ", ".join(py_literal(v) for v in value) + "]"
-        if len(flat) + len(pad) <= 100 and not isinstance(value[0], dict):
-            return flat
+        if not isinstance(value[0], dict):
+            flat = "[" + ", ".join(py_literal(v) for v in value) + "]"
+            if len(flat) + len(pad) <= 100:
+                return flat
         rows = [f"{inner}{py_literal(v, indent + 1)}," for v in value]
         return "[\n" + "\n".join(rows) + f"\n{pad}]"
     if isinstance(value, str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import os
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ def _libraries() -> list[ctypes.CDLL]:
     return out
 
 
+@functools.cache
 def _funcs() -> tuple[object, object] | None:
     for lib in _libraries():
         for s, g in zip(_SET, _GET, strict=False):

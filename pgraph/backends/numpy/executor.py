@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import attrs
-import networkx as nx
 import numpy as np
 
 from pgraph.backends.numpy import attention as _attention  # noqa: F401  (registers the attention kernels)
@@ -228,13 +227,3 @@ class Executor:
                 faults.append(f"{self.ig.instances[node].label}: {err}")
         races = list(self.detector.reports) if self.detector is not None else []
         return RunResult(list(order), self.storage, races, faults)
-
-
-def check_order(graph: nx.DiGraph, order: Sequence[int]) -> None:
-    """Raise ValueError unless `order` lists every node once, after all its predecessors."""
-    pos = {n: i for i, n in enumerate(order)}
-    if len(pos) != graph.number_of_nodes() or len(order) != len(pos):
-        raise ValueError("the order must list every instance exactly once")
-    for u, v in graph.edges:
-        if pos[u] > pos[v]:
-            raise ValueError(f"order runs {v} before its predecessor {u}")

@@ -18,7 +18,7 @@ import math
 import attrs
 import networkx as nx
 
-from pgraph.ir.instances import Box, BufferKey, InstanceGraph
+from pgraph.ir.instances import Box, BufferKey, InstanceGraph, covers
 from pgraph.ir.program import Program
 
 Access = tuple[str, BufferKey, Box, bool]
@@ -93,13 +93,11 @@ def _overlap_box(a: Box, b: Box) -> Box | None:
 
 
 def _flat(box: Box, shape: tuple[int, ...]) -> tuple[int, int]:
+    # Deliberately not pgraph.ir.instances.flat: the cross-view overlap is the rule the
+    # mutation test compares with the planner's race rule, so each side has its own.
     strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
     return (sum(lo * s for (lo, _), s in zip(box, strides, strict=False)),
             sum((hi - 1) * s for (_, hi), s in zip(box, strides, strict=False)) + 1)
-
-
-def _covers(outer: Box, inner: Box) -> bool:
-    return all(o[0] <= i[0] and i[1] <= o[1] for o, i in zip(outer, inner, strict=False))
 
 
 # shadow entry: (node, block, tensor, box, indirect)
@@ -120,17 +118,12 @@ class RaceDetector:
     """Shadow state of one execution. `check_block` raises RaceFound when `stop_at_first`."""
 
     def __init__(self, ig: InstanceGraph, graph: nx.DiGraph | None = None, stop_at_first: bool = False) -> None:
-        self.ig = ig
         self.program: Program = ig.program
         self.anc = ancestor_sets(graph if graph is not None else ig.graph, len(ig.instances))
         self.stop_at_first = stop_at_first
         self.state: dict[BufferKey, dict[str, list[_Entry]]] = {}
         self.reports: list[RaceReport] = []
         self._seen: set[tuple[int, int, BufferKey]] = set()
-
-    def ordered(self, earlier: int, later: int) -> bool:
-        """True when `earlier` reaches `later` in the executed graph."""
-        return bool((self.anc[later] >> earlier) & 1)
 
     def _overlap(self, etensor: str, ebox: Box, tensor: str, box: Box) -> Box | None:
         if etensor == tensor:
@@ -172,7 +165,7 @@ class RaceDetector:
                 lst = state[ekind]
                 if lst:
                     state[ekind] = [e for e in lst
-                                    if not (e[2] == tensor and (e[0], e[1]) != (node, block) and _covers(box, e[3]))]
+                                    if not (e[2] == tensor and (e[0], e[1]) != (node, block) and covers(box, e[3]))]
         state[kind].append((node, block, tensor, box, indirect))
 
     def _report(self, e: _Entry, ekind: str, node: int, block: int | None, kind: str, tensor: str, key: BufferKey,

@@ -8,7 +8,6 @@ regions, whose rows are data-dependent: paged KV caches, rows chosen by seq_lens
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import ml_dtypes
@@ -210,7 +209,7 @@ class RowAccess:
 
     Indices are relative to the region's first row (like a device pointer to the region);
     every access is bounds-checked against the declared boxes (KernelFault otherwise).
-    `origin` is the absolute first row; `rows_read`/`rows_written` count the rows touched.
+    `origin` is the absolute first row.
     Shape is the region's shape; the trailing dims are always accessed whole.
     """
 
@@ -225,8 +224,6 @@ class RowAccess:
         self.dtype = storage.dtype
         self.read_boxes = read_boxes
         self.write_boxes = write_boxes
-        self.rows_read = 0
-        self.rows_written = 0
 
     def _absolute(self, rows: np.ndarray | int, boxes: list[Box], what: str) -> np.ndarray:
         r = np.asarray(rows, dtype=np.int64)
@@ -253,17 +250,10 @@ class RowAccess:
         """Copy of the region rows `rows` (relative), with all trailing dims."""
         a = self._absolute(rows, self.read_boxes, "read of")
         self._cols_ok(self.read_boxes, "read of")
-        self.rows_read += int(a.size)
         return self.storage.take(self.tshape, a)
 
     def put(self, rows: np.ndarray | int, values: np.ndarray) -> None:
         """Write `values` (cast to the buffer dtype) into region rows `rows` (relative)."""
         a = self._absolute(rows, self.write_boxes, "write to")
         self._cols_ok(self.write_boxes, "write to")
-        self.rows_written += int(a.size)
         self.storage.put(self.tshape, a, np.asarray(values).astype(self.dtype))
-
-
-def nbytes_of(shape: Sequence[int], dtype: np.dtype) -> int:
-    """Bytes of an array of `shape` and `dtype`."""
-    return math.prod(shape) * dtype.itemsize
