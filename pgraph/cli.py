@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgraph import __version__
-from pgraph.diagnostics import DiagnosticBag, Severity, render_all_text, render_json
+from pgraph.diagnostics import DiagnosticBag, Severity, diagnostic_json, render_all_text, render_json
 from pgraph.driver import Options, UsageError, parse_define, plan_program
 
 
@@ -111,11 +111,9 @@ def _options(args: argparse.Namespace) -> Options:
                    full=getattr(args, "full", False))
 
 
-def _emit_diagnostics(bag: DiagnosticBag, fmt: str, notes: bool = True) -> None:
-    """Print diagnostics to stderr; with `notes=False` notes are counted, not shown."""
+def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
+    """Print diagnostics to stderr as text; with `notes=False` notes are counted, not shown."""
     diags = bag.sorted()
-    if fmt == "json":
-        return
     shown = diags if notes else [d for d in diags if d.level is not Severity.NOTE]
     text = render_all_text(shown)
     hidden = len(diags) - len(shown)
@@ -131,7 +129,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
-        _emit_diagnostics(bag, "text", notes=args.notes)
+        _emit_diagnostics(bag, notes=args.notes)
         if not bag.has_errors:
             print(f"{args.spec}: ok")
     return 1 if bag.has_errors else 0
@@ -145,9 +143,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan, bag = plan_program(args.spec, _options(args))
     if plan is None or bag.has_errors:
         if args.format == "json":
-            print(json.dumps({"diagnostics": json.loads(render_json(bag.sorted()))}, indent=2, sort_keys=True))
+            print(json.dumps({"diagnostics": [diagnostic_json(d) for d in bag.sorted()]}, indent=2, sort_keys=True))
         else:
-            _emit_diagnostics(bag, "text")
+            _emit_diagnostics(bag)
         return 1
     if args.dot:
         from pgraph.backends.dot import render_dot
@@ -156,7 +154,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.format == "json":
         text = report_json_text(plan, args.spec)
     else:
-        _emit_diagnostics(bag, "text")
+        _emit_diagnostics(bag)
         text = render_text(plan, args.spec)
     if args.output:
         _write_or_usage_error(lambda: write_atomic(Path(args.output), text), args.output)
@@ -178,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     if session is None:
-        _emit_diagnostics(bag, "text")
+        _emit_diagnostics(bag)
         return 1
     print(describe(session, args.spec, args.config, args.seed))
     return run_trials(session, args.order, args.trials, args.seed, floor=args.floor)
@@ -193,7 +191,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
-        _emit_diagnostics(bag, "text", notes=args.notes)
+        _emit_diagnostics(bag, notes=args.notes)
     if plan is None or bag.has_errors:
         return 1
     try:

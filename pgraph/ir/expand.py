@@ -22,6 +22,7 @@ from pgraph.ir import program as ir
 from pgraph.ir.expand_deps import DepResolution
 from pgraph.ir.expr import Compiled, EvalError, compile_expr
 from pgraph.ir.instances import ArgBox, Box, BufferKey, Instance, InstanceGraph, axis_values, boxes_overlap, overlap
+from pgraph.source import Span
 
 __all__ = ["MAX_EXPANSION_WORK", "Expander", "boxes_overlap", "expand", "overlap"]
 
@@ -52,6 +53,7 @@ class Expander(DepResolution):
             if t.storage == "alloc" and t.scope is not None:
                 self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
         self.reported: set[tuple[str, int, int]] = set()
+        self.scope_chains: dict[int, set[int]] = {}
         self.forward: list[tuple[int, int, object]] = []
 
     def _scope_loops(self) -> dict[int, tuple[int, ...]]:
@@ -147,7 +149,7 @@ class Expander(DepResolution):
     def env_for(self, d: ir.Dispatch, iters: tuple[int, ...]) -> dict[str, int]:
         return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
 
-    def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int], weight: int) -> None:
+    def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> None:
         """Emit the alloc tasks a task needs first: one per (heap scope, loop iteration) group.
 
         Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); a
@@ -155,7 +157,9 @@ class Expander(DepResolution):
         in the enclosing scope. A group of n tensors is ceil(n / alloc_batch) alloc tasks,
         counted here as one instance with `blocks` = that task count.
         """
-        chain = set(self.p.ancestors(d.scope))
+        chain = self.scope_chains.get(d.scope)
+        if chain is None:
+            chain = self.scope_chains[d.scope] = set(self.p.ancestors(d.scope))
         for (sid, loops), tensors in self.alloc_groups.items():
             if sid not in chain or any(lid not in iters_by_loop for lid in loops):
                 continue
@@ -167,7 +171,7 @@ class Expander(DepResolution):
             tasks = -(-len(tensors) // self.p.target.get("alloc_batch", 16))
             w = 1
             for lid in loops:
-                w *= dict(self.iterations(lid)).get(iters_by_loop[lid], 1)
+                w *= self.g.loop_weights[lid].get(iters_by_loop[lid], 1)
             self.g.instances.append(Instance(node, f"alloc@scope{sid}", "alloc", key[2], (), w, sid, tasks, label,
                                              loops))
             self.g.alloc_info[node] = (sid, loops, tuple(tensors))
@@ -179,7 +183,7 @@ class Expander(DepResolution):
         if d.kind == "spmd" and d.block_count == 0:
             return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
-        self.open_allocs(d, iters_by_loop, weight)
+        self.open_allocs(d, iters_by_loop)
         env0 = self.env_for(d, iters)
         for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
@@ -245,11 +249,11 @@ class Expander(DepResolution):
                 continue
             lo, hi = self.interval(dim.kind, dim.a, dim.b, env)
             if hi < lo:
-                self.report_once("PG006", region, f"{where}: slice {lo}..{hi} of '{region.tensor}' has a negative extent")
+                self.report_once("PG006", region.span, f"{where}: slice {lo}..{hi} of '{region.tensor}' has a negative extent")
                 return None
             if lo < 0 or hi > n:
                 self.report_once(
-                    "PG007", region,
+                    "PG007", region.span,
                     f"{where}: '{region.tensor}' is indexed {lo}..{hi} in a dimension of size {n}",
                     hint="check the tile constants and the index expressions",
                 )
@@ -259,18 +263,15 @@ class Expander(DepResolution):
 
     def eval_error(self, where: str, e: EvalError) -> None:
         """PG018 for an expression that fails to evaluate, once per source position (not per instance)."""
-        key = ("PG018", e.span.line, e.span.col)
-        if key in self.reported:
-            return
-        self.reported.add(key)
-        self.bag.add("PG018", f"{where}: {e.message}", e.span)
+        self.report_once("PG018", e.span, f"{where}: {e.message}")
 
-    def report_once(self, code: str, region: ir.RegionRef, message: str, hint: str | None = None) -> None:
-        key = (code, region.span.line, region.span.col)
+    def report_once(self, code: str, span: Span, message: str, hint: str | None = None) -> None:
+        """Add a diagnostic once per (code, source position), however many instances hit it."""
+        key = (code, span.line, span.col)
         if key in self.reported:
             return
         self.reported.add(key)
-        self.bag.add(code, message, region.span, hint=hint)
+        self.bag.add(code, message, span, hint=hint)
 
     def task_args(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int], label: str) -> list[ArgBox]:
         """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""

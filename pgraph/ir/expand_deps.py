@@ -16,6 +16,7 @@ from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.ir import program as ir
 from pgraph.ir.expr import EvalError
 from pgraph.ir.instances import Box, BufferKey, Instance, InstanceGraph, axis_values, covers, overlap
+from pgraph.source import Span
 
 
 class DepResolution:
@@ -27,7 +28,6 @@ class DepResolution:
     carry_loop: dict[str, ir.Loop]
     tile_maps: dict[str, dict[tuple[int, ...], tuple[str, tuple[int, ...]]]]
     alloc_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int]
-    reported: set[tuple[str, int, int]]
     forward: list[tuple[int, int, object]]
 
     def interval(self, kind: str, a: object, b: object, env: dict[str, int]) -> tuple[int, int]:
@@ -40,6 +40,9 @@ class DepResolution:
         raise NotImplementedError  # Expander
 
     def eval_error(self, where: str, e: EvalError) -> None:
+        raise NotImplementedError  # Expander
+
+    def report_once(self, code: str, span: Span, message: str, hint: str | None = None) -> None:
         raise NotImplementedError  # Expander
 
     # ---- deps ----
@@ -129,10 +132,7 @@ class DepResolution:
         if tiles is None:
             return
         if not tiles:
-            key = ("PG015", dep.span.line, dep.span.col)
-            if key not in self.reported:
-                self.reported.add(key)
-                self.bag.add("PG015", f"'{d.name}' depends on an empty set of '{ts.name}' tiles", dep.span,
+            self.report_once("PG015", dep.span, f"'{d.name}' depends on an empty set of '{ts.name}' tiles",
                              hint="an empty range is legal but orders nothing; check the bounds")
             return
         tmap = self.tile_map(target)

@@ -17,19 +17,12 @@ from pgraph.syntax import ast
 
 ACCESS_KIND = {"reads": "read", "writes": "write", "atomic_add": "atomic"}
 ACCESS_VERB = {"read": "reads it", "write": "writes it", "atomic": "accumulates into it (atomic_add)"}
-#: Which explicit access kinds each parameter direction admits.
-DIRECTION_ACCESSES = {
-    "in": {"read"},
-    "out": {"write"},
-    "inout": {"read", "write"},
-    "atomic_add": {"atomic"},
-}
+#: The accesses a parameter direction implies when a task states none; also the explicit
+#: access kinds it admits.
+DIRECTION_DEFAULT = {"in": ("read",), "out": ("write",), "inout": ("read", "write"), "atomic_add": ("atomic",)}
+DIRECTION_ACCESSES = {direction: set(kinds) for direction, kinds in DIRECTION_DEFAULT.items()}
 #: (wave name, task axes, block axes, wave flags, wave deps, span) of one dispatch of a task.
 WaveSpec = tuple[str | None, list[ir.IAxis], list[ir.IAxis], tuple[str, ...], tuple[ast.Dep, ...], Span]
-
-DIRECTION_DEFAULT = {"in": ("read",), "out": ("write",), "inout": ("read", "write"), "atomic_add": ("atomic",)}
-#: Longest chain of constants defined by later constants, and deepest nest of fragment `use`s,
-#: that lowering follows (each link is a few Python frames; the specs need fewer than 5).
 
 
 class TaskLowering(LowerState):
@@ -91,7 +84,7 @@ class TaskLowering(LowerState):
         if body is None:
             return
         accesses, kernel, args = body
-        specs: list[WaveSpec] = []
+        specs: list[WaveSpec]
         if t.kind == "tiles":
             specs = self.wave_specs(t, axes, waves, local)
         elif t.kind == "spmd":
@@ -99,11 +92,10 @@ class TaskLowering(LowerState):
         else:
             specs = [(None, axes, [], (), (), t.span)]
         names = []
-        kind_of = {"at": "at", "spmd": "spmd", "parallel": "parallel", "dummy": "dummy"}
         for wave, task_axes, block_axes, wflags, wdeps, span in specs:
             name = f"{t.name}.{wave}" if wave else t.name
             flags = set(t.flags) | set(wflags)
-            kind = kind_of.get(t.kind) or ("spmd" if block_axes else "parallel")
+            kind = t.kind if t.kind != "tiles" else ("spmd" if block_axes else "parallel")
             if t.kind == "tiles" and not task_axes and not block_axes:
                 kind = "at"
             deps = self.lower_deps((*(t.deps or ()), *wdeps), local, task_axes, block_axes, loops, name)

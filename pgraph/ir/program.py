@@ -23,9 +23,6 @@ DTYPE_BYTES: dict[str, int] = {
     "u8": 1, "u16": 2, "u32": 4, "u64": 8,
 }
 
-CORES = ("aic", "aiv", "mix")
-DIRECTIONS = ("in", "out", "inout", "atomic_add")
-
 
 @attrs.frozen
 class Tensor:
