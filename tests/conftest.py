@@ -13,6 +13,13 @@ SPECS = ROOT / "specs"
 HEAD_SPEC = SPECS / "decode_layer.pgl"
 VARIANT_762 = SPECS / "variants" / "decode_layer_762.pgl"
 
+#: The layer-0 edges that order no data (by hand): seed_dummy does no work, so its three
+#: out-edges (§2.3: seed_dummy -> rms_recip, kv_seed, mlp_out_seed) order nothing; in layer 0
+#: P is x_gamma0, and mlp_out_seed only zeroes fresh layer-0 accumulators whose every reader
+#: already waits on P through q_proj/kv_seed/rms_recip, so P -> mlp_out_seed is implied.
+REDUNDANT_LAYER0 = sorted([("seed_dummy@L=0", "kv_seed@L=0"), ("seed_dummy@L=0", "mlp_out_seed@L=0"),
+                           ("seed_dummy@L=0", "rms_recip@L=0"), ("x_gamma0", "mlp_out_seed@L=0")])
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from pgraph.cli import main, write_atomic
-from tests.conftest import ROOT
+from pgraph.diagnostics import RULES
+from pgraph.explain import explain
+from tests.conftest import HEAD_SPEC, ROOT
 
 CORPUS = ROOT / "tests" / "diagnostics"
 CLEAN = CORPUS / "PG001_syntax_error.fixed.pgl"
@@ -166,7 +168,7 @@ def test_explain_is_case_insensitive(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["explain", "pg030"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("## PG030 too-many-errors\n")
-    assert "<!--" not in out  # the last section stops at the planner-rules marker
+    assert "## PG031" not in out  # only this section
 
 
 def test_explain_unknown_code_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -248,3 +250,15 @@ def test_plan_of_a_program_without_a_layer_loop_says_so(tmp_path: Path, capsys: 
     out = capsys.readouterr().out
     assert "entry main, no layer loop;" in out.splitlines()[0]
     assert "  whole program      1" in out and "0 layers" not in out
+
+
+@pytest.mark.parametrize("code", sorted(RULES))
+def test_explain_stops_at_the_end_of_its_section(code: str) -> None:
+    text = explain(code)
+    assert text is not None
+    assert not any(line.startswith("# ") for line in text.splitlines()), text[-200:]
+
+
+def test_run_rejects_a_negative_seed_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(HEAD_SPEC), "--config", "small", "--layers", "1", "--seed", "-5"]) == 2
+    assert "--seed" in capsys.readouterr().err

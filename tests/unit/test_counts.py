@@ -195,7 +195,9 @@ def _layer_model(direct: int, spmd_n: int, variant: str) -> dict[str, int]:
     """Per-layer counts from the reference rows (§2.2-2.4) for N_OUT_DIRECT_BLOCKS=direct,
     GATE_UP_SPMD_N=spmd_n; `variant` is 'head' or 't1'. Rows: (tasks, dummies, blocks, edges)."""
     deferred = 50 - direct
-    cast_edges = sum(min(max(deferred - 10 * k, 0), 10) + (1 if 10 * k + 10 > deferred else 0) for k in range(5))
+    has_direct = 1 if direct else 0       # an empty SPMD wave submits nothing (no task, no edges)
+    cast_edges = sum(min(max(deferred - 10 * k, 0), 10) + (has_direct if 10 * k + 10 > deferred else 0)
+                     for k in range(5))
     rows = [
         (0, 1, 0, 0),                    # seed_dummy
         (1, 0, 1, 0),                    # attn_out_seed
@@ -207,9 +209,9 @@ def _layer_model(direct: int, spmd_n: int, variant: str) -> dict[str, int]:
         (1, 0, 10, 1), (1, 0, 10, 1),    # k_proj, v_proj <- kv_seed
         (0, 1, 0, 1),                    # out_proj_dummy <- fa_fused
         (deferred, 0, deferred, deferred),  # out_proj deferred <- out_proj_dummy
-        (1, 0, direct, 1),               # out_proj direct <- fa_fused
+        (has_direct, 0, direct, has_direct),  # out_proj direct <- fa_fused
         (5, 0, 5, cast_edges),           # residual_rms_cast[k] <- out_proj[10k..10k+9]
-        (1, 0, 1, deferred + 1),         # post_rms_reduce <- every out_proj task
+        (1, 0, 1, deferred + has_direct),  # post_rms_reduce <- every out_proj task
         (17, 0, 17, 17 * 11),            # silu[n] <- post_rms_reduce, 5 gate, 5 up producers
         (85, 0, 85, 85),                 # down_proj(n, k) <- silu[k]
         (1, 0, 5, 85),                   # dcr_xgamma <- 85 down_proj tasks
@@ -222,10 +224,11 @@ def _layer_model(direct: int, spmd_n: int, variant: str) -> dict[str, int]:
         ]
     else:
         late = (17 - spmd_n) * 5
+        spmd_tasks = 10 if spmd_n else 0  # an empty critical wave submits nothing
         rows += [
             (1, 0, 24, 7),               # fa_fused <- q/k/v_proj, rms_recip, pa_tiling, attn_out_seed, mlp_out_seed
             (0, 10, 0, 10),              # gate_late[k], up_late[k] <- cast[k]
-            (10, 0, 10 * spmd_n, 10),    # gate/up SPMD per k (spmd_n blocks) <- cast[k]
+            (spmd_tasks, 0, 10 * spmd_n, spmd_tasks),  # gate/up SPMD per k (spmd_n blocks) <- cast[k]
             (2 * late, 0, 2 * late, 2 * late),  # late at-tasks <- gate_late[k] / up_late[k]
         ]
     return {k: sum(r[i] for r in rows) for i, k in enumerate(COUNT_KEYS)}
@@ -238,13 +241,10 @@ def test_model_reproduces_table() -> None:
     assert _layer_model(24, 4, "head") == HEAD_SPMD4
 
 
-@pytest.mark.parametrize(("direct", "spmd_n"), [(1, 1), (10, 2), (26, 5), (50, 16)])
+@pytest.mark.parametrize(("direct", "spmd_n"), [(1, 1), (10, 2), (26, 5), (50, 16), (0, 6), (24, 0)])
 def test_model_matches_planner_off_table(direct: int, spmd_n: int) -> None:
-    """Other wave splits re-derive without editing the spec (--layers 2 keeps it fast).
-
-    An empty SPMD wave (N_OUT_DIRECT_BLOCKS=0, GATE_UP_SPMD_N=0) is left out: the planner
-    currently submits it as a task with 0 blocks, which the model does not assume.
-    """
+    """Other wave splits re-derive without editing the spec (--layers 2 keeps it fast),
+    including empty SPMD waves (N_OUT_DIRECT_BLOCKS=0, GATE_UP_SPMD_N=0), which submit nothing."""
     defines = (("N_OUT_DIRECT_BLOCKS", direct), ("GATE_UP_SPMD_N", spmd_n))
     plan, bag = plan_program(HEAD_SPEC, Options(defines=defines, layers=2))
     assert plan is not None, [d.message for d in bag.items]

@@ -19,6 +19,7 @@ For each mutation (u -> v):
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import attrs
@@ -46,15 +47,41 @@ def layer0_edges(plan: Plan) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def mutated(graph: nx.DiGraph, u: int, v: int) -> nx.DiGraph:
-    """A copy of `graph` without the explicit/carried entry of edge (u, v)."""
-    g = graph.copy()
+def _drop_declared(g: nx.DiGraph, u: int, v: int) -> dict:
+    """Remove the explicit/carried entry of edge (u, v) from `g` in place (an inferred or
+    creator edge between the same pair stays); returns the edge's original data."""
     data = dict(g.edges[u, v])
     keep = data["prov"] - {"explicit", "carried"}
     g.remove_edge(u, v)
     if keep:
         g.add_edge(u, v, **{**data, "prov": set(keep)})
+    return data
+
+
+def mutated(graph: nx.DiGraph, u: int, v: int) -> nx.DiGraph:
+    """A copy of `graph` without the explicit/carried entry of edge (u, v)."""
+    g = graph.copy()
+    _drop_declared(g, u, v)
     return g
+
+
+@contextlib.contextmanager
+def without_edge(plan: Plan, u: int, v: int) -> Iterator[None]:
+    """Within the block, `plan`'s own instance graph lacks the explicit/carried entry of (u, v).
+
+    For analyses that read `plan.graph.graph` in place (the planner's race rule); the edge and
+    the cached ancestor sets are restored on exit, also when the body raises.
+    """
+    g = plan.graph.graph
+    data = _drop_declared(g, u, v)
+    plan.facts.pop("_ancestors", None)
+    try:
+        yield
+    finally:
+        if g.has_edge(u, v):
+            g.remove_edge(u, v)
+        g.add_edge(u, v, **data)
+        plan.facts.pop("_ancestors", None)
 
 
 @attrs.frozen
