@@ -29,6 +29,7 @@ class RingsPass(Pass):
     name = "rings"
 
     def run(self, plan: Plan) -> None:
+        self.align = plan.program.target["output_align"]   # simpler: PTO2_PACKED_OUTPUT_ALIGN
         self.scope_loops = plan.graph.scope_loops
         self.per_key = self.scope_instances(plan)
         self.clamped(plan)
@@ -57,8 +58,7 @@ class RingsPass(Pass):
                 row["allocs"] += inst.blocks * extra
                 row["tasks"] += inst.blocks * extra
                 tensors = g.alloc_info[inst.id][2]
-                align = plan.program.target["output_align"]
-                row["heap"] += extra * sum(heap_bytes(t.nbytes, align) for t in tensors)
+                row["heap"] += extra * sum(heap_bytes(t.nbytes, self.align) for t in tensors)
             else:
                 row["tasks"] += extra
                 row["dummies" if inst.kind == "dummy" else "compute"] += extra
@@ -204,8 +204,7 @@ class RingsPass(Pass):
             r = ring_of[inst.scope]
             if inst.kind == "alloc":
                 out[r]["tasks"] += inst.blocks
-                align = plan.program.target["output_align"]
-                out[r]["heap"] += sum(heap_bytes(t.nbytes, align) for t in g.alloc_info[inst.id][2])
+                out[r]["heap"] += sum(heap_bytes(t.nbytes, self.align) for t in g.alloc_info[inst.id][2])
             else:
                 out[r]["tasks"] += 1
             out[r]["deps"] += edges_out.get(inst.id, 0)

@@ -13,6 +13,7 @@ class ScopeTablePass(Pass):
 
     def run(self, plan: Plan) -> None:
         p = plan.program
+        align = p.target["output_align"]
         rows = []
         for s in p.scopes:
             allocs = [t for t in p.tensors.values() if t.storage == "alloc" and t.scope == s.id]
@@ -26,6 +27,6 @@ class ScopeTablePass(Pass):
                 "line": s.span.line,
                 "dispatches": tasks,
                 "allocations": len(allocs),
-                "heap_bytes": sum(heap_bytes(t.nbytes) for t in allocs),
+                "heap_bytes": sum(heap_bytes(t.nbytes, align) for t in allocs),
             })
         plan.facts["scopes"] = rows

@@ -266,3 +266,19 @@ def test_cost_lines_override_the_table(tmp_path: Path) -> None:
     assert plan is not None and plan.facts["critical_path"]["length_us"] == 10
     plan, _ = _plan_text(tmp_path, "cost zero = 7\ncost aiv = 1\n" + base)
     assert plan is not None and plan.facts["critical_path"]["length_us"] == 7 + 1
+
+
+def test_scope_table_and_rings_use_the_target_output_align(tmp_path) -> None:
+    """A 256 B buffer is 1 KiB of heap at the default alignment (simpler's 1024) and 512 B with
+    `output_align = 512`; the scope table and the ring table must agree on it."""
+    spec = tmp_path / "align.pgl"
+    body = ("tensor x : f32[8, 8] external\nkernel k aiv (a : in f32[8, 8], b : out f32[8, 8])\n"
+            "entry main {\n  for L in 0..2 {\n    tensor t : f32[8, 8]\n    at a { call k(x, t) }\n  }\n}\n")
+    for align, want in ((None, 1024), (512, 512)):
+        prelude = f"target a2a3 {{ output_align = {align} }}\n" if align else ""
+        spec.write_text(prelude + body, encoding="utf-8")
+        plan = plan_ok(spec)
+        loop_body = next(r for r in plan.facts["scopes"] if r["kind"] == "loop")
+        assert loop_body["heap_bytes"] == want
+        ring = next(r for r in plan.facts["rings"] if r["ring"] == loop_body["ring"])
+        assert ring["layer_heap"] == want
