@@ -15,6 +15,7 @@ written earlier, InOut writes after an earlier writer; simpler `compute_task_fan
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from pgraph.diagnostics import DiagnosticBag
@@ -277,18 +278,22 @@ class Expander(DepResolution):
         """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
         blocks: list[dict[str, list[tuple[str, BufferKey, Box, bool]]]] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
+        # buffers depend on the loop iteration only, not on the block: resolve them once per task
+        acc_bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
+        arg_bufs = {i: self.buffer(arg.region.tensor, iters_by_loop)
+                    for i, arg in enumerate(d.args) if arg.region is not None}
         for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
             benv = dict(env)
             benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
             where = label + _index_label(d.block_axes, bidx)
             acc_out: dict[str, list[tuple[str, BufferKey, Box, bool]]] = {"read": [], "write": [], "atomic": []}
             try:
-                for acc in d.accesses:
-                    self.block_access(acc, benv, iters_by_loop, where, acc_out)
+                for acc, resolved in zip(d.accesses, acc_bufs):
+                    self.block_access(acc, benv, iters_by_loop, where, acc_out, resolved)
                 for i, arg in enumerate(d.args):
                     if arg.region is None:
                         continue
-                    resolved = self.buffer(arg.region.tensor, iters_by_loop)
+                    resolved = arg_bufs[i]
                     assert resolved is not None
                     tname = resolved[0]
                     box = self.region_box(arg.region, self.p.tensors[tname].shape, benv, where)
@@ -305,18 +310,25 @@ class Expander(DepResolution):
         for i, arg in enumerate(d.args):
             if arg.region is None or i not in bounds:
                 continue
-            resolved = self.buffer(arg.region.tensor, iters_by_loop)
+            resolved = arg_bufs[i]
             assert resolved is not None
             out.append(ArgBox(arg.param, resolved[0], resolved[1], tuple(bounds[i]), arg.region.indirect is not None))
         return out
 
     def block_access(self, acc: ir.Access, env: dict[str, int], iters_by_loop: dict[int, int], where: str,
-                     out: dict[str, list[tuple[str, BufferKey, Box, bool]]]) -> None:
-        resolved = self.buffer(acc.region.tensor, iters_by_loop)
+                     out: dict[str, list[tuple[str, BufferKey, Box, bool]]],
+                     resolved: tuple[str, BufferKey] | None = None) -> None:
+        """Append the boxes of one access clause (every item-loop value) of one block to `out`.
+
+        `resolved` is the clause's buffer when the caller already has it (it depends on
+        `iters_by_loop` only).
+        """
+        if resolved is None:
+            resolved = self.buffer(acc.region.tensor, iters_by_loop)
         assert resolved is not None
         tname, key = resolved
         shape = self.p.tensors[tname].shape
-        item_sets = axis_values(tuple(ir.IAxis(it.var, it.lo, it.hi, acc.span) for it in acc.items))
+        item_sets = itertools.product(*(range(it.lo, it.hi) for it in acc.items))
         for values in item_sets:
             ienv = dict(env)
             ienv.update({it.var: v for it, v in zip(acc.items, values)})
