@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from pgraph.ir import program as ir
 from pgraph.ir.expr import compile_expr, free_vars, show
+from pgraph.ir.instances import axis_values
 from pgraph.syntax.ast import Expr, Name, Num
 
 from .cexpr import CxxPrinter, Interval, add, interval, mul, simplify, sub
@@ -375,15 +376,21 @@ class TaskEmitter(Context):
         looped = [it for it in items if it.loops]
         if not looped:
             return fixed
-        axes = env_space(self.p, d)
+        bounds = [[(compile_expr(lo), compile_expr(hi)) for _, lo, hi in it.loops] for it in looped]
+        used = set().union(*(free_vars(e) for it in looped for _, lo, hi in it.loops for e in (lo, hi)))
+        # the counts depend only on the axes the bounds use: enumerate those, not every index
+        space = env_space(self.p, d)
+        if any(a.size == 0 for a in space):
+            return fixed   # no index value at all (as the full enumeration would find)
+        axes = tuple(a for a in space if a.var in used)
         best = 0
-        for combo in itertools.product(*(range(a.lo, a.hi) for a in axes)):
+        for combo in axis_values(axes):
             env = {a.var: v for a, v in zip(axes, combo, strict=True)}
             total = 0
-            for it in looped:
+            for loops in bounds:
                 count = 1
-                for _, lo, hi in it.loops:
-                    count *= max(compile_expr(hi)(env) - compile_expr(lo)(env), 0)
+                for flo, fhi in loops:
+                    count *= max(fhi(env) - flo(env), 0)
                 total += count
             best = max(best, total)
         return fixed + best
