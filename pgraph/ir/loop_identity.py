@@ -9,7 +9,7 @@ import math
 import attrs
 
 from pgraph.ir import program as ir
-from pgraph.ir.expr import EvalError, evaluate, free_vars
+from pgraph.ir.expr import EvalError, compile_expr, free_vars
 from pgraph.ir.instances import boxes_overlap
 from pgraph.ir.lower_base import LowerState
 
@@ -31,6 +31,8 @@ class LoopIdentity(LowerState):
         written = {r for d in auto for a in d.accesses if a.kind != "read" for r in self.roots(a.region.tensor)}
         written |= {r for d in auto for a in d.args if a.region is not None and a.param.direction != "in"
                     for r in self.roots(a.region.tensor)}
+        written_any = {r for d in self.dispatches for a in d.accesses if a.kind != "read"
+                       for r in self.roots(a.region.tensor)}
         for loop in self.loops:
             var = loop.axis.var
             same = True
@@ -49,24 +51,24 @@ class LoopIdentity(LowerState):
                 if any(e is not None and var in free_vars(e) for e in exprs):
                     same = False
                     break
-            if same and not self.slabs_disjoint(loop):
+            if same and not self.slabs_disjoint(loop, written_any):
                 same = False
             self.loops[loop.id] = attrs.evolve(loop, identical=same)
 
     #: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
     SLAB_CHECK_BUDGET = 200_000
 
-    def slabs_disjoint(self, loop: ir.Loop) -> bool:
+    def slabs_disjoint(self, loop: ir.Loop, written: set[str]) -> bool:
         """Regions that use the loop variable on a written buffer that outlives one iteration must
         give every iteration its own slab (e.g. `k_cache[L*CACHE_ROWS +: CACHE_ROWS, :]`).
 
         The window expands two iterations, so it only sees conflicts between neighbours; `g[L % 4]`
         makes iterations 0 and 4 clash unseen. Each such region's bounding box is evaluated for
         every iteration (over all task, block and item indices); overlapping boxes of different
-        iterations, or a region too costly to evaluate, make the loop expand in full.
+        iterations, or a region too costly to evaluate, make the loop expand in full. `written`
+        holds the roots of every buffer some task writes (the same for every loop).
         """
         var = loop.axis.var
-        written = {r for d in self.dispatches for a in d.accesses if a.kind != "read" for r in self.roots(a.region.tensor)}
         boxes: dict[str, list[tuple[int, str, list[tuple[int, int]]]]] = {}
         budget = self.SLAB_CHECK_BUDGET
         for d in self.dispatches:
@@ -102,22 +104,25 @@ class LoopIdentity(LowerState):
                     env0: dict[str, int]) -> list[tuple[int, int]] | None:
         """Bounding box of `region` over every value of `axes` (None if an expression fails)."""
         box: list[tuple[int, int]] | None = None
+        dims = [(dim.kind, compile_expr(dim.a) if dim.a is not None else None,   # type: ignore[arg-type]
+                 compile_expr(dim.b) if dim.b is not None else None, n)           # type: ignore[arg-type]
+                for dim, n in zip(region.dims or (), shape)]
         for values in itertools.product(*(range(a.lo, a.hi) for a in axes)):
             env = dict(env0)
             env.update({a.var: v for a, v in zip(axes, values)})
             cur = []
-            for dim, n in zip(region.dims or (), shape):
+            for kind, fa, fb, n in dims:
                 try:
-                    if dim.kind == "all":
+                    if kind == "all":
                         lo, hi = 0, n
-                    elif dim.kind == "index":
-                        lo = evaluate(dim.a, env)  # type: ignore[arg-type]
+                    elif kind == "index":
+                        lo = fa(env)  # type: ignore[misc]
                         hi = lo + 1
-                    elif dim.kind == "extent":
-                        lo = evaluate(dim.a, env)  # type: ignore[arg-type]
-                        hi = lo + evaluate(dim.b, env)  # type: ignore[arg-type]
+                    elif kind == "extent":
+                        lo = fa(env)  # type: ignore[misc]
+                        hi = lo + fb(env)  # type: ignore[misc]
                     else:
-                        lo, hi = evaluate(dim.a, env), evaluate(dim.b, env)  # type: ignore[arg-type]
+                        lo, hi = fa(env), fb(env)  # type: ignore[misc]
                 except EvalError:
                     return None
                 cur.append((lo, hi))
