@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from pgraph.backends.numpy.blas import blas_threads  # noqa: E402
 from pgraph.backends.numpy.golden import golden_decode  # noqa: E402
 from pgraph.backends.numpy.runner import Session  # noqa: E402
-from pgraph.driver import Options  # noqa: E402
+from pgraph.pipeline import Options, plan_program  # noqa: E402
 
 
 def main() -> int:
@@ -36,10 +36,11 @@ def main() -> int:
     ap.add_argument("--races", action="store_true", help="keep the race detector on in the executor")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    session, bag = Session.create(args.spec, Options(config=args.config, layers=args.layers))
-    if session is None:
+    plan, bag = plan_program(args.spec, Options(config=args.config, layers=args.layers, full=True))
+    if plan is None or bag.has_errors:
         print("\n".join(d.message for d in bag.items), file=sys.stderr)
         return 1
+    session = Session.create(plan)
     setup = time.perf_counter() - t0
     ref_times, exe_times = [], []
     last = None

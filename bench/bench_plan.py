@@ -39,11 +39,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pgraph.diagnostics import DiagnosticBag  # noqa: E402
 from pgraph.driver import Options, _overrides, plan_program, read_spec  # noqa: E402
 from pgraph.ir.expand import expand  # noqa: E402
 from pgraph.ir.loader import load_program_files  # noqa: E402
 from pgraph.ir.lower import Lowerer  # noqa: E402
+
+from pgraph.diagnostics import DiagnosticBag  # noqa: E402
 from pgraph.plan.base import Plan  # noqa: E402
 from pgraph.plan.pipeline import PASSES  # noqa: E402
 

@@ -1,50 +1,24 @@
-"""Command line: argument parsing only; every subcommand calls the driver.
+"""Command line: argument parsing and printing only; every subcommand calls the pipeline.
 
-Exit codes: 0 ok, 1 diagnostics with errors, 2 usage error.
+Exit codes: 0 ok, 1 diagnostics with errors, 2 usage error, 3 internal error (a bug in
+pgraph: please report it), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import sys
-import tempfile
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgraph import __version__
 from pgraph.diagnostics import DiagnosticBag, Severity, diagnostic_json, render_all_text, render_json
-from pgraph.driver import Options, UsageError, parse_define, plan_program
+from pgraph.pipeline import STAGES, Options, UsageError, parse_define, plan_program, run_until
 
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (no half-written file).
-
-    A symlink is followed (its target is replaced); a device or FIFO (`-o /dev/null`) is written
-    in place, never replaced by a rename. OSError propagates (the CLI turns it into exit 2).
-    """
-    if path.is_symlink():
-        path = path.resolve()  # update the file the link names; keep the link
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-    if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the node itself
-        with path.open("w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a normal output file follows the umask
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _write_or_usage_error(write: Callable[[], None], where: str) -> None:
@@ -71,11 +45,16 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree of `pgraph`."""
+    from pgraph.backends.target import TARGETS
+
     ap = argparse.ArgumentParser(prog="pgraph", description="Plan and check .pgl task graphs.")
     ap.add_argument("--version", action="version", version=f"pgraph {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
     _common(check)
+    check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
+                       help="stop after a stage and print its stable text dump (ast: the canonical source; "
+                            "ir: the lowered program; graph: the instance graph; plan: the facts)")
     plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
     _common(plan)
     plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
@@ -95,10 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--floor", action="store_true",
                      help="also measure the reference against itself with f64 projections (the best pass "
                           "rate any other summation order can expect; one more reference run)")
-    build = sub.add_parser("build", help="check a spec and write the device orchestration for a target runtime")
+    build = sub.add_parser("build", help="check a spec and write the output of a target (device orchestration, picture)")
     _common(build)
-    build.add_argument("--target", required=True, choices=("a2a3",),
-                       help="a2a3: orchestration C++ and kernel_config.py for simpler's tensormap_and_ringbuffer")
+    build.add_argument("--target", required=True, choices=sorted(TARGETS),
+                       help="; ".join(f"{name}: {desc}" for name, (_, _, desc) in sorted(TARGETS.items())))
     build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                        help="output directory (written only when the plan has no errors)")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
@@ -106,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _options(args: argparse.Namespace) -> Options:
+def _options(args: argparse.Namespace, full: bool | None = None) -> Options:
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
-                   full=getattr(args, "full", False))
+                   full=getattr(args, "full", False) if full is None else full)
 
 
 def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
@@ -124,21 +103,36 @@ def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """`pgraph check`: diagnostics only."""
-    plan, bag = plan_program(args.spec, _options(args))
+    """`pgraph check`: diagnostics only, or a stage's dump with `--emit`."""
+    if args.emit:
+        return cmd_emit(args)
+    _plan, bag = plan_program(args.spec, _options(args))
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
         _emit_diagnostics(bag, notes=args.notes)
         if not bag.has_errors:
             print(f"{args.spec}: ok")
-    return 1 if bag.has_errors else 0
+    return EXIT_ERRORS if bag.has_errors else EXIT_OK
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    """`pgraph check --emit STAGE`: the stable text dump of the stage (diagnostics on stderr)."""
+    from pgraph import dump
+
+    bag = DiagnosticBag()
+    stopped = run_until(args.spec, _options(args), bag, args.emit)
+    _emit_diagnostics(bag, notes=args.notes)
+    if bag.has_errors:
+        return EXIT_ERRORS
+    sys.stdout.write(dump.render(stopped, args.emit))
+    return EXIT_OK
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     """`pgraph plan`: diagnostics plus the report (text/JSON) or the Graphviz picture."""
-    from pgraph.report import render_json as report_json_text
-    from pgraph.report import render_text
+    from pgraph.backends.report import render_json as report_json_text
+    from pgraph.backends.report import render_text
 
     plan, bag = plan_program(args.spec, _options(args))
     if plan is None or bag.has_errors:
@@ -146,7 +140,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print(json.dumps({"diagnostics": [diagnostic_json(d) for d in bag.sorted()]}, indent=2, sort_keys=True))
         else:
             _emit_diagnostics(bag)
-        return 1
+        return EXIT_ERRORS
     if args.dot:
         from pgraph.backends.dot import render_dot
 
@@ -157,10 +151,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag)
         text = render_text(plan, args.spec)
     if args.output:
+        from pgraph.backends.output import write_atomic
+
         _write_or_usage_error(lambda: write_atomic(Path(args.output), text), args.output)
     else:
         sys.stdout.write(text)
-    return 0
+    return EXIT_OK
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -171,20 +167,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--trials must be at least 1")
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    plan, bag = plan_program(args.spec, _options(args, full=True))
+    if plan is None:
+        _emit_diagnostics(bag)
+        return EXIT_ERRORS
     try:
-        session, bag = Session.create(args.spec, _options(args), seed=args.seed, batch=args.batch)
+        session = Session.create(plan, seed=args.seed, batch=args.batch)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if session is None:
-        _emit_diagnostics(bag)
-        return 1
     print(describe(session, args.spec, args.config, args.seed))
     return run_trials(session, args.order, args.trials, args.seed, floor=args.floor)
 
 
+def overrides_text(opts: Options) -> str:
+    """The overrides of a build as the header of its files shows them."""
+    parts = []
+    if opts.config is not None:
+        parts.append(f"--config {Path(opts.config).name}")
+    parts.extend(f"-D {name}={value}" for name, value in opts.defines)
+    if opts.layers is not None:
+        parts.append(f"--layers {opts.layers}")
+    return " ".join(parts)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    """`pgraph build --target a2a3 -o OUTDIR`: diagnostics, then the backend's files (none on errors)."""
-    from pgraph.backends.a2a3 import BackendError, build, write_build
+    """`pgraph build --target T -o OUTDIR`: diagnostics, then the target's files (none on errors)."""
+    from pgraph.backends.output import write_tree
+    from pgraph.backends.target import BuildInfo, target
 
     opts = _options(args)
     plan, bag = plan_program(args.spec, opts)
@@ -193,17 +202,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     else:
         _emit_diagnostics(bag, notes=args.notes)
     if plan is None or bag.has_errors:
-        return 1
-    try:
-        files = build(plan, args.spec, opts)
-    except BackendError as err:
-        print(f"pgraph: error: {err}", file=sys.stderr)
-        return 1
-    _write_or_usage_error(lambda: write_build(files, args.output), args.output)
+        return EXIT_ERRORS
+    files = target(args.target).emit(plan, BuildInfo(str(args.spec), overrides_text(opts)))
+    _write_or_usage_error(lambda: write_tree(files, args.output), args.output)
     if args.format == "text":
         for rel in sorted(files):
             print(f"wrote {Path(args.output) / rel}")
-    return 0
+    return EXIT_OK
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -213,29 +218,36 @@ def cmd_explain(args: argparse.Namespace) -> int:
     text = explain(args.code)
     if text is None:
         print(f"pgraph: unknown diagnostic code '{args.code}'", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(text)
-    return 0
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "explain": cmd_explain,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `pgraph` console script."""
+    """Entry point of the `pgraph` console script (see the module docstring for exit codes)."""
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "check":
-            return cmd_check(args)
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "plan":
-            return cmd_plan(args)
-        if args.command == "build":
-            return cmd_build(args)
-        return cmd_explain(args)
+        return COMMANDS[args.command](args)
     except UsageError as err:
         print(f"pgraph: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("pgraph: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - the last line of defence: a bug, reported as one
+        print(f"pgraph: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        if os.environ.get("PGRAPH_TRACEBACK"):
+            print("".join(traceback.format_exception(err)).rstrip(), file=sys.stderr)
+        print("  note: this is a bug in pgraph, not in your spec; please report it with the spec and the command "
+              "line (rerun with PGRAPH_TRACEBACK=1 to include the trace)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ RULES: dict[str, Rule] = _rules(
     ("PG033", "fragment-cycle", E, "a fragment uses itself, directly or through other fragments"),
     ("PG034", "ambiguous-entry", E, "the root file declares no entry and several included files do"),
     ("PG035", "interleave-content", E, "an `interleave` block holds a scope, a loop or another interleave block"),
+    ("PG036", "flag-misuse", E, "`sync_start` on a task that is not an SPMD grid (error), or a flag given twice (warning)"),
+    ("PG037", "tensor-scope-closed", E, "a tensor is used outside the scope that allocates it (its buffer is freed there)"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),
@@ -88,11 +90,13 @@ RULES: dict[str, Rule] = _rules(
     ("PG111", "dep-pool-capacity", E, "live fanout entries exceed the ring's dep pool (DEP_POOL_OVERFLOW, code 4)"),
     ("PG112", "tensormap-capacity", E, "live TensorMap entries exceed the pool (TENSORMAP_OVERFLOW, code 11)"),
     ("PG113", "sync-start-capacity", E, "a sync_start grid has more blocks than cores of its shape (code 7)"),
-    ("PG114", "task-arg-limits", E, "a task exceeds 32 tensor args, 16 scalars or 5 dimensions"),
+    ("PG114", "task-arg-limits", E, "a task or tensor exceeds what the runtime's descriptors hold (32 tensors, 16 "
+                                    "scalars, 5 dimensions, uint32 shapes and offsets)"),
     ("PG115", "redundant-edge", N, "an explicit edge is implied by another path"),
     ("PG116", "funnel", N, "many consumers of one producer already wait on a common node"),
     ("PG117", "dead-task", N, "a task's outputs are never read"),
     ("PG118", "unused-tensor", N, "a tensor is declared but never accessed"),
+    ("PG120", "ring-task-window", E, "open scopes on one ring hold more live tasks than its task window (code 3)"),
 )
 
 

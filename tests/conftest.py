@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pgraph.driver import Options, plan_program
+from pgraph.pipeline import Options, plan_program
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -50,3 +50,14 @@ def require_tool(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+def numpy_session(spec: Path, options: Options, **kw: object):
+    """A NumPy Session on `spec` planned with every layer expanded (the executor's contract)."""
+    import attrs
+
+    from pgraph.backends.numpy.runner import Session
+
+    plan, bag = plan_program(spec, attrs.evolve(options, full=True))
+    assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
+    return Session.create(plan, **kw)  # type: ignore[arg-type]

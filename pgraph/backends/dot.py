@@ -19,8 +19,11 @@ from pathlib import Path
 import attrs
 import graphviz
 
+from pgraph.backends.target import BuildInfo
 from pgraph.ir.instances import Instance
 from pgraph.ir.program import Dispatch, Program
+from pgraph.ir.queries import representative_iteration
+from pgraph.kinds import Provenance, ScopeMode, TaskKind
 from pgraph.plan.base import Plan
 
 #: Phase fill colours in `program.phases` order (ColorBrewer Set3, 12 classes; cycles after 12).
@@ -32,13 +35,13 @@ PHASE_PALETTE = (
 NO_PHASE_FILL = "#ffffff"
 
 #: Provenance precedence when one instance edge has several: the strongest one styles it.
-PROV_ORDER = ("carried", "explicit", "inferred")
+PROV_ORDER = (Provenance.CARRIED, Provenance.EXPLICIT, Provenance.INFERRED)
 
 #: Edge style per provenance; 'creator' edges (alloc task -> first user) are omitted.
 PROV_STYLE: dict[str, dict[str, str]] = {
-    "carried": {"style": "bold", "color": "#b2182b", "fontcolor": "#b2182b", "penwidth": "2"},
-    "explicit": {"style": "solid", "color": "#000000"},
-    "inferred": {"style": "dashed", "color": "#2166ac", "fontcolor": "#2166ac"},
+    Provenance.CARRIED: {"style": "bold", "color": "#b2182b", "fontcolor": "#b2182b", "penwidth": "2"},
+    Provenance.EXPLICIT: {"style": "solid", "color": "#000000"},
+    Provenance.INFERRED: {"style": "dashed", "color": "#2166ac", "fontcolor": "#2166ac"},
 }
 
 #: Node shape per dispatch kind (the kind is also written in the label).
@@ -73,18 +76,19 @@ class DotEdge:
 
 
 def representative_iterations(plan: Plan) -> dict[int, int]:
-    """Loop id -> the iteration drawn for it (empty loops are absent: nothing inside is drawn).
-
-    Every loop uses the rule of `plan.representative_iteration()` for the layer loop:
-    lo + 1 when the loop has at least two iterations, else lo.
-    """
-    return {lp.id: lp.axis.lo + 1 if lp.axis.size >= 2 else lp.axis.lo
-            for lp in plan.program.loops if lp.axis.size > 0}
+    """Loop id -> the iteration drawn for it (`pgraph.ir.queries.representative_iteration`; empty
+    loops are absent: nothing inside is drawn)."""
+    out = {}
+    for lp in plan.program.loops:
+        rep = representative_iteration(lp.axis)
+        if rep is not None:
+            out[lp.id] = rep
+    return out
 
 
 def is_drawn(p: Program, reps: dict[int, int], inst: Instance) -> bool:
     """True when every loop iteration of `inst` is its loop's representative (alloc tasks: never)."""
-    if inst.kind == "alloc":
+    if inst.kind is TaskKind.ALLOC:
         return False
     return all(reps.get(lid) == it for lid, it in zip(inst.loops, inst.iters, strict=True))
 
@@ -109,7 +113,7 @@ def _classify(plan: Plan, reps: dict[int, int], u: Instance, v: Instance, prov: 
     first: list[int] = []
     for lid, it in zip(dv.loops, v.iters, strict=True):
         lp = p.loops[lid]
-        if lid not in it_u and it == lp.axis.lo and (reps.get(lid) != it or prov == "carried"):
+        if lid not in it_u and it == lp.axis.lo and (reps.get(lid) != it or prov is Provenance.CARRIED):
             first.append(lid)
         elif reps.get(lid) != it:
             return None
@@ -144,7 +148,7 @@ def collect_edges(plan: Plan, reps: dict[int, int] | None = None) -> list[DotEdg
     for u, v, data in g.graph.edges(data=True):
         iu, iv = g.instance(u), g.instance(v)
         prov = _primary_prov(data.get("prov", ()))
-        if prov is None or iu.kind == "alloc" or iv.kind == "alloc":
+        if prov is None or iu.kind is TaskKind.ALLOC or iv.kind is TaskKind.ALLOC:
             continue
         cls = _classify(plan, reps, iu, iv, prov)
         if cls is None:
@@ -163,7 +167,7 @@ def node_label(p: Program, d: Dispatch) -> str:
     """
     core = p.kernels[d.kernel].core if d.kernel is not None and d.kernel in p.kernels else ""
     head = " ".join(x for x in (d.kind, core) if x)
-    if d.kind == "spmd":
+    if d.kind is TaskKind.SPMD:
         shape = f"{head} ×{d.block_count}"
         if d.task_axes:
             shape = f"{d.task_count} × {shape}"
@@ -186,11 +190,11 @@ def _node_attrs(p: Program, d: Dispatch) -> dict[str, str]:
     attrs_: dict[str, str] = {
         "label": node_label(p, d),
         "shape": KIND_SHAPE.get(d.kind, "box"),
-        "style": "rounded,filled" if d.kind == "at" else "filled",
+        "style": "rounded,filled" if d.kind is TaskKind.AT else "filled",
         "fillcolor": _phase_fill(p, d.phase),
         "tooltip": f"{d.name} ({d.phase or 'no phase'}) {Path(d.span.filename).name}:{d.span.line}",
     }
-    if d.kind == "dummy":
+    if d.kind is TaskKind.DUMMY:
         attrs_.update({"fontsize": "9", "margin": "0.02", "width": "0.3", "height": "0.3"})
     if d.early:
         attrs_["peripheries"] = "2"
@@ -228,7 +232,7 @@ def _cluster_label(plan: Plan, key: Key, reps: dict[int, int]) -> str:
 
 
 def _cluster_attrs(plan: Plan, key: Key, reps: dict[int, int]) -> dict[str, str]:
-    manual = key[0] == "scope" and plan.program.scopes[key[1]].mode == "manual"
+    manual = key[0] == "scope" and plan.program.scopes[key[1]].mode is ScopeMode.MANUAL
     return {
         "label": _cluster_label(plan, key, reps),
         "labeljust": "l",
@@ -306,3 +310,18 @@ def build_digraph(plan: Plan) -> graphviz.Digraph:
 def render_dot(plan: Plan) -> str:
     """Render the plan as DOT text (deterministic; feed it to `dot -Tsvg`)."""
     return build_digraph(plan).source
+
+
+@attrs.frozen
+class DotTarget:
+    """`pgraph build --target dot`: the picture as `<entry>.dot`."""
+
+    name: str = "dot"
+    description: str = "the Graphviz picture of the plan (<entry>.dot)"
+
+    def emit(self, plan: Plan, info: BuildInfo) -> dict[str, str]:
+        """{'<entry>.dot': the DOT text} (the same text as `pgraph plan --dot`)."""
+        return {f"{plan.program.entry}.dot": render_dot(plan)}
+
+
+TARGET = DotTarget()

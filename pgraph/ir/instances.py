@@ -1,24 +1,28 @@
-"""Instance graph data: submitted tasks, their argument boxes, and the box overlap test.
+"""Instance graph data: submitted tasks, their argument boxes, what expansion found, box overlap.
 
-`InstanceGraph` is what the expander (pgraph.ir.expand) builds and every planner pass and
-backend reads: instances in submission order, a networkx DiGraph of their edges, task-level
-argument boxes and per-block accesses. The overlap test is the runtime's: per dimension for
-one tensor, flat row-major intervals across views of one buffer (simpler's L1 test).
+`InstanceGraph` is what the expander (`pgraph.expand`) builds and every planner pass and
+backend reads: instances in submission order, a networkx DiGraph of their edges (each with
+its provenance set), task-level argument boxes and per-block accesses, and the issues the
+expansion met (a region leaving its tensor, an empty dep), which `pgraph.plan` reports.
+The overlap test is the runtime's: per dimension for one tensor, flat row-major intervals
+across views of one buffer (simpler's L1 test).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import attrs
 import networkx as nx
 
 from pgraph.ir import program as ir
+from pgraph.ir.queries import Box, BufferKey, axis_values
+from pgraph.kinds import DECLARED, AccessKind, Provenance, TaskKind
+from pgraph.source import Span
 
-Box = tuple[tuple[int, int], ...]
-BufferKey = tuple[str, tuple[int, ...]]
+__all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Instance", "InstanceGraph", "axis_values"]
 
 
 @attrs.frozen
@@ -26,12 +30,14 @@ class Instance:
     """One submitted task (or alloc task): dispatch, loop iterations, task index, weight.
 
     `loops` are the ids of the loops `iters` belong to (the dispatch's loops; for an alloc
-    task, the loops of its allocation group).
+    task, the loops of its allocation group). `weight` is how many real tasks it stands for
+    under window expansion; `blocks` is the SPMD block count (for an alloc instance: the
+    number of `alloc_tensors` calls its group takes).
     """
 
     id: int
     dispatch: str
-    kind: str
+    kind: TaskKind
     iters: tuple[int, ...]
     index: tuple[int, ...]
     weight: int
@@ -43,7 +49,7 @@ class Instance:
 
 @attrs.frozen
 class ArgBox:
-    """A task-level kernel argument: buffer, bounding box in the region tensor's coordinates."""
+    """A task-level kernel argument: buffer, bounding box over the blocks in the region tensor's coordinates."""
 
     param: ir.Param
     tensor: str
@@ -52,8 +58,74 @@ class ArgBox:
     indirect: bool
 
 
+class BlockAccess(NamedTuple):
+    """One access of one block: tensor name, buffer instance, box, indirect (a may-overlap bound).
+
+    A NamedTuple: hot loops unpack it (`for tensor, key, box, indirect in accesses`).
+    """
+
+    tensor: str
+    buffer: BufferKey
+    box: Box
+    indirect: bool
+
+
+#: The accesses of one block, by kind.
+BlockAccesses = dict[AccessKind, list[BlockAccess]]
+
+
+def empty_accesses() -> BlockAccesses:
+    """A fresh {read: [], write: [], atomic: []}."""
+    return {AccessKind.READ: [], AccessKind.WRITE: [], AccessKind.ATOMIC: []}
+
+
+# ---- what the expansion found (pgraph.plan.expansion_checks reports these) ----
+
+
+@attrs.frozen
+class RegionIssue:
+    """A region of an instance with a negative extent ('negative') or outside its tensor ('bounds')."""
+
+    kind: str
+    span: Span
+    where: str
+    tensor: str
+    lo: int
+    hi: int
+    size: int
+
+
+@attrs.frozen
+class EvalIssue:
+    """An expression of an instance that cannot be evaluated (division by zero, ...)."""
+
+    span: Span
+    where: str
+    message: str
+
+
+@attrs.frozen
+class DepIssue:
+    """A dep that selects no tile ('empty') or tiles outside the tile space ('range')."""
+
+    kind: str
+    span: Span
+    consumer: str
+    tileset: str
+    var: str = ""
+    lo: int = 0
+    hi: int = 0
+
+
+Issue = RegionIssue | EvalIssue | DepIssue
+
+
 class InstanceGraph:
-    """Instances in submission order and the DiGraph of their edges."""
+    """Instances in submission order and the DiGraph of their edges.
+
+    Edge data: `prov` (set of Provenance), `entries` (declared dep entries folded into the
+    edge) and `span` (the first dep that declared it).
+    """
 
     def __init__(self, program: ir.Program, full: bool) -> None:
         self.program = program
@@ -62,15 +134,19 @@ class InstanceGraph:
         self.by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int] = {}
         self.graph: nx.DiGraph = nx.DiGraph()
         self.args: dict[int, list[ArgBox]] = {}
-        self.blocks: dict[int, list[dict[str, list[tuple[str, BufferKey, Box, bool]]]]] = {}
+        self.blocks: dict[int, list[BlockAccesses]] = {}
         self.loop_weights: dict[int, dict[int, int]] = {}
         self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
         #: scope id -> the loops whose iterations make separate instances of that scope
         self.scope_loops: dict[int, tuple[int, ...]] = {}
+        #: loops expanded as a two-iteration window (their iterations are identical)
+        self.windowed: frozenset[int] = frozenset()
+        #: what the expansion met, in the order it met it (one per source position and kind)
+        self.issues: list[Issue] = []
 
-    def add_edge(self, src: int, dst: int, prov: str, span: object = None) -> None:
+    def add_edge(self, src: int, dst: int, prov: Provenance, span: Span | None = None) -> None:
         """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
-        counted = 1 if prov in ("explicit", "carried") else 0
+        counted = 1 if prov in DECLARED else 0
         data = self.graph.get_edge_data(src, dst)
         if data is None:
             self.graph.add_edge(src, dst, prov={prov}, entries=counted, span=span)
@@ -84,16 +160,26 @@ class InstanceGraph:
         """The instance with id `node`."""
         return self.instances[node]
 
+    def loop_weight(self, lid: int, value: int) -> int:
+        """How many iterations of loop `lid` the expanded iteration `value` stands for."""
+        return self.loop_weights.get(lid, {}).get(value, 1)
 
-def axis_values(axes: tuple[ir.IAxis, ...]) -> Iterator[tuple[int, ...]]:
-    """Every index tuple of `axes`, row-major (empty ranges give none)."""
-    return itertools.product(*(range(a.lo, a.hi) for a in axes))
+    def extra_weight(self, inst: Instance, inside: Sequence[int]) -> int:
+        """Real tasks `inst` stands for per instance of the loops `inside` (its own loops not in `inside`)."""
+        w = 1
+        for lid, it in zip(inst.loops, inst.iters):
+            if lid not in inside:
+                w *= self.loop_weight(lid, it)
+        return w
 
 
 def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,
                   tensors: Mapping[str, ir.Tensor]) -> bool:
     """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals
-    (views of one buffer with other shapes are compared as the runtime's L1 test does)."""
+    (views of one buffer with other shapes are compared as the runtime's L1 test does). A box
+    with an empty side (`x[2:2, :]`) touches no element and overlaps nothing."""
+    if any(lo >= hi for lo, hi in a) or any(lo >= hi for lo, hi in b):
+        return False
     if ta == tb:
         return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
     fa, fb = flat(a, tensors[ta].shape), flat(b, tensors[tb].shape)
@@ -116,3 +202,8 @@ def flat(box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> tuple[int, i
 def covers(outer: Box, inner: Box) -> bool:
     """True when box `outer` contains box `inner` (same tensor coordinates)."""
     return all(o[0] <= i[0] and i[1] <= o[1] for o, i in zip(outer, inner))
+
+
+def box_intersection(a: Box, b: Box) -> Box:
+    """The common part of two boxes of one tensor (empty sides where they do not meet)."""
+    return tuple((max(x[0], y[0]), min(x[1], y[1])) for x, y in zip(a, b))

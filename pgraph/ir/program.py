@@ -1,9 +1,12 @@
 """The symbolic Program IR: tensors, kernels, scopes, loops, tile sets and dispatches.
 
-Nothing here is expanded per block or per layer: a dispatch is one node with an index
-space (task axes that make separate tasks, block axes that make SPMD blocks), and its
-regions and deps are integer expressions (`pgraph.ir.expr`) of those indices and of the
-enclosing loop variables. `pgraph.ir.expand` turns a Program into instances on demand.
+Data only: lowering builds it (names resolved, constants folded), the checks of
+`pgraph.plan` read it, `pgraph.expand` turns it into instances, backends print it. Nothing
+here is expanded per block or per layer: a dispatch is one node with an index space (task
+axes that make separate tasks, block axes that make SPMD blocks), and its regions and deps
+are integer expressions (`pgraph.expr`) of those indices and of the enclosing loop
+variables. The IR keeps what the user wrote even where a check will reject it (a negative
+range, a call with the wrong number of arguments), so every check can live in one place.
 """
 
 from __future__ import annotations
@@ -13,8 +16,20 @@ from collections.abc import Sequence
 
 import attrs
 
+from pgraph.expr import Expr
+from pgraph.kinds import (
+    AccessKind,
+    CarryKind,
+    Core,
+    DepKind,
+    DimKind,
+    Direction,
+    ScopeKind,
+    ScopeMode,
+    Storage,
+    TaskKind,
+)
 from pgraph.source import Span
-from pgraph.syntax.ast import Expr
 
 #: Bytes per element of every dtype the language knows.
 DTYPE_BYTES: dict[str, int] = {
@@ -26,23 +41,27 @@ DTYPE_BYTES: dict[str, int] = {
 
 @attrs.frozen
 class Tensor:
-    """A tensor: `external` argument, `alloc` (heap of a scope) or `view` of another tensor.
+    """A tensor: an `external` argument, an `alloc` (heap of a scope) or a `view` of another tensor.
 
     `shape` is in elements; `scope` is the scope whose ring heap holds an alloc tensor
     (after hoisting out of manual scopes, as pypto's EmitBatchedAllocTensors does);
-    `declared_scope` is where the declaration stands.
+    `declared_scope` is where the declaration stands (None: the top level). `base` is the
+    root tensor of a view; `arg_index` the orchestration argument index of an external;
+    `loops` the scope-level loops around an allocation (one buffer per iteration).
     """
 
     name: str
     dtype: str
     shape: tuple[int, ...]
-    storage: str
+    storage: Storage
     span: Span
     scope: int | None = None
     declared_scope: int | None = None
     base: str | None = None
     arg_index: int | None = None
     loops: tuple[int, ...] = ()
+    #: where each dimension of the shape is written (for diagnostics)
+    dim_spans: tuple[Span, ...] = attrs.field(default=(), eq=False)
 
     @property
     def numel(self) -> int:
@@ -53,6 +72,11 @@ class Tensor:
     def nbytes(self) -> int:
         """Size in bytes (elements x dtype size)."""
         return self.numel * DTYPE_BYTES[self.dtype]
+
+    @property
+    def root(self) -> str:
+        """The buffer this tensor's elements live in: its own name, or a view's base."""
+        return self.base or self.name
 
 
 @attrs.frozen
@@ -67,26 +91,27 @@ class ScalarArg:
 
 @attrs.frozen
 class Param:
-    """A kernel parameter: direction in/out/inout/atomic_add, or 'scalar'; shape in elements."""
+    """A kernel parameter: a tensor direction or `SCALAR`; shape in elements (None: any)."""
 
     name: str
-    direction: str
+    direction: Direction
     dtype: str
     shape: tuple[int, ...] | None
     span: Span
+    dim_spans: tuple[Span, ...] = attrs.field(default=(), eq=False)
 
     @property
     def is_tensor(self) -> bool:
-        """True for tensor parameters (everything but 'scalar')."""
-        return self.direction != "scalar"
+        """True for tensor parameters (everything but SCALAR)."""
+        return self.direction is not Direction.SCALAR
 
 
 @attrs.frozen
 class Kernel:
-    """A kernel declaration. `core` is aic, aiv or mix (1 AIC + 2 AIV, two func ids)."""
+    """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids)."""
 
     name: str
-    core: str
+    core: Core
     source: str | None
     params: tuple[Param, ...]
     extern: bool
@@ -97,19 +122,22 @@ class Kernel:
 class Scope:
     """A runtime scope (PTO2_SCOPE). Depth 1 is the entry body; ring = min(depth, 3).
 
-    `kind` is 'entry', 'scope' (auto/manual block) or 'loop' (a loop body, one scope
-    per iteration). simpler: `current_ring_id() = min(scope_stack_top, 3)`.
+    `kind` is ENTRY, BLOCK (an auto/manual scope block) or LOOP (a loop body, one scope per
+    iteration). `expected_ring` is the ring the spec states (`scope ring N`), `interleave`
+    the `interleave` block the scope was declared in (a PG035 error).
+    simpler: `current_ring_id() = min(scope_stack_top, 3)`.
     """
 
     id: int
-    mode: str
+    mode: ScopeMode
     depth: int
     parent: int | None
-    kind: str
+    kind: ScopeKind
     span: Span
     expected_ring: int | None = None
     loop: int | None = None
-    taskids: tuple[str, ...] = ()
+    taskids: tuple[tuple[str, Span], ...] = ()
+    interleave: int | None = None
 
     @property
     def ring(self) -> int:
@@ -119,10 +147,10 @@ class Scope:
 
 @attrs.frozen
 class Carry:
-    """A loop-carried value: a TaskId slot ('task') or a tensor alias ('tensor')."""
+    """A loop-carried value: a TaskId slot (TASK) or a tensor alias (TENSOR): `name = init then next`."""
 
     name: str
-    kind: str
+    kind: CarryKind
     init: str
     next: str
     span: Span
@@ -130,7 +158,7 @@ class Carry:
 
 @attrs.frozen
 class IAxis:
-    """An index axis `var in lo..hi` with folded bounds (half-open)."""
+    """An index axis `var in lo..hi` with folded bounds (half-open; hi < lo is a PG006 error)."""
 
     var: str
     lo: int
@@ -139,13 +167,14 @@ class IAxis:
 
     @property
     def size(self) -> int:
-        """Number of values (0 for an empty range)."""
+        """Number of values (0 for an empty or negative range)."""
         return max(self.hi - self.lo, 0)
 
 
 @attrs.frozen
 class Loop:
-    """A scope-level `for` loop; `body_scope` is None when it sits inside a manual scope."""
+    """A scope-level `for` loop; `body_scope` is None when the body has no scope of its own
+    (`unscoped`, or a loop inside a manual scope)."""
 
     id: int
     axis: IAxis
@@ -153,22 +182,22 @@ class Loop:
     body_scope: int | None
     parent_scope: int
     span: Span
-    identical: bool = True
     scoped: bool = True
+    interleave: int | None = None
 
 
 @attrs.frozen
 class Dim:
-    """One region dimension: 'all', 'index' (a), 'range' (a:b) or 'extent' (a +: b)."""
+    """One region dimension: ALL, INDEX (a), RANGE (a:b) or EXTENT (a +: b)."""
 
-    kind: str
+    kind: DimKind
     a: Expr | None
     b: Expr | None
 
 
 @attrs.frozen
 class RegionRef:
-    """A region of a tensor (or carry alias): dims None means the whole tensor.
+    """A region of a tensor (or tensor carry alias): `dims` None means the whole tensor.
 
     `indirect` names the index tensors of an indirect access (None: direct); the dims
     then give its bounding box, which the planner treats as may-overlap.
@@ -187,21 +216,24 @@ class ItemAxis:
     var: str
     lo: int
     hi: int
+    span: Span | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
 class Access:
-    """A per-block access: kind 'read', 'write' or 'atomic' (split-K atomic add)."""
+    """A per-block access; `explicit` when written as a `reads`/`writes`/`atomic_add` clause,
+    else implied by a kernel parameter's direction."""
 
-    kind: str
+    kind: AccessKind
     region: RegionRef
     items: tuple[ItemAxis, ...]
     span: Span
+    explicit: bool = False
 
 
 @attrs.frozen
 class Arg:
-    """A kernel argument bound to a parameter: a tensor region or a scalar expression."""
+    """A call argument bound (by position) to a kernel parameter: a tensor region or a scalar expression."""
 
     param: Param
     region: RegionRef | None
@@ -210,10 +242,19 @@ class Arg:
 
 
 @attrs.frozen
-class DepSel:
-    """A dep's selection on one tile axis: 'all', 'index' (a), 'range' (a..b), 'extent' (a +: b)."""
+class CallSite:
+    """The `call kernel(...)` of a task: the kernel, how many arguments were passed, where."""
 
-    kind: str
+    kernel: str
+    arity: int
+    span: Span
+
+
+@attrs.frozen
+class DepSel:
+    """A dep's selection on one tile axis: ALL, INDEX (a), RANGE (a..b), EXTENT (a +: b)."""
+
+    kind: DimKind
     a: Expr | None
     b: Expr | None
     span: Span
@@ -221,10 +262,10 @@ class DepSel:
 
 @attrs.frozen
 class DepRef:
-    """A dep: on tiles of a tile set ('tiles') or through a loop carry ('carry')."""
+    """A dep: on tiles of a tile set (TILES) or through a TaskId loop carry (CARRY)."""
 
     target: str
-    kind: str
+    kind: DepKind
     sels: tuple[DepSel, ...] | None
     span: Span
 
@@ -235,12 +276,14 @@ class Dispatch:
 
     `task_axes` index separate tasks (TaskIds); `block_axes` index the SPMD blocks of each
     task. Regions, args and deps are expressions of those axes and of `loops`' variables.
+    `wave_flags` are the flags written on the wave line (a `tiles` wave), `flags` the
+    declaration's; `early`/`sync_start` are their union.
     """
 
     name: str
     tileset: str
     wave: str | None
-    kind: str
+    kind: TaskKind
     task_axes: tuple[IAxis, ...]
     block_axes: tuple[IAxis, ...]
     accesses: tuple[Access, ...]
@@ -256,6 +299,7 @@ class Dispatch:
     span: Span
     #: id of the `interleave` block it was declared in (submission round-robin), else None
     interleave: int | None = None
+    call: CallSite | None = None
 
     @property
     def task_count(self) -> int:
@@ -264,23 +308,62 @@ class Dispatch:
 
     @property
     def block_count(self) -> int:
-        """SPMD blocks per task (1 for at, parallel and dummy tasks... 0 blocks for dummies)."""
-        return 0 if self.kind == "dummy" else math.prod(a.size for a in self.block_axes)
+        """SPMD blocks per task (1 for at and parallel tasks, 0 for dummies)."""
+        return 0 if self.kind is TaskKind.DUMMY else math.prod(a.size for a in self.block_axes)
+
+
+@attrs.frozen
+class WaveDecl:
+    """One `wave` line of a tile set as written: its name, the tile box it takes, where."""
+
+    name: str
+    box: tuple[IAxis, ...]
+    span: Span
 
 
 @attrs.frozen
 class TileSet:
     """The logical tiles a declaration computes; deps select tiles, not tasks.
 
-    Each tile maps to exactly one dispatch (its wave) and task there.
+    Each tile maps to exactly one dispatch (its wave) and a task there (PG021 checks the
+    waves of a `tiles` declaration cover every tile once).
     """
 
     name: str
     axes: tuple[IAxis, ...]
     dispatches: tuple[str, ...]
     scope: int
-    kind: str
+    kind: TaskKind
     span: Span
+    waves: tuple[WaveDecl, ...] = ()
+
+
+@attrs.frozen
+class AssertStmt:
+    """An `assert expr, "message"`: `expr` folded with the constants, `source` as written."""
+
+    expr: Expr
+    source: Expr
+    message: str | None
+    span: Span
+
+
+@attrs.frozen
+class Setting:
+    """A `target` limit or a `cost` line as written: key, folded value, where."""
+
+    key: str
+    value: int
+    span: Span
+
+
+@attrs.frozen
+class InterleaveBlock:
+    """An `interleave { ... }` block; `parent` is the interleave block it stands in (a PG035 error)."""
+
+    id: int
+    span: Span
+    parent: int | None
 
 
 @attrs.frozen(slots=False)
@@ -301,6 +384,10 @@ class Program:
     carries: dict[str, Carry]
     target: dict[str, int] = attrs.field(factory=dict)
     costs: dict[str, int] = attrs.field(factory=dict)
+    asserts: tuple[AssertStmt, ...] = ()
+    target_items: tuple[Setting, ...] = ()
+    cost_items: tuple[Setting, ...] = ()
+    interleaves: tuple[InterleaveBlock, ...] = ()
 
     def dispatch(self, name: str) -> Dispatch:
         """The dispatch called `name` (KeyError if none)."""
@@ -316,6 +403,13 @@ class Program:
     def ancestors(self, scope: int) -> list[int]:
         """`scope` and its enclosing scopes, innermost first."""
         return scope_chain(self.scopes, scope)
+
+    def carry_loop(self, name: str) -> Loop:
+        """The loop that carries `name` (KeyError if no loop does)."""
+        for lp in self.loops:
+            if any(c.name == name for c in lp.carries):
+                return lp
+        raise KeyError(name)
 
 
 def scope_chain(scopes: Sequence[Scope], scope: int) -> list[int]:

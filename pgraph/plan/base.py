@@ -1,24 +1,45 @@
-"""The Plan (program + instance graph + diagnostics + facts) and the Pass interface."""
+"""The Plan (program + instance graph + diagnostics + typed facts), Pass and ProgramCheck.
+
+A check of the resolved Program (`ProgramCheck`) runs before expansion and reads the IR
+only. A planner `Pass` runs on the Plan: it reads the instance graph and the facts earlier
+passes produced, appends diagnostics and puts its own facts. Facts are attrs records, one
+class per kind of fact: a pass declares the classes it `requires` and `produces`, and
+`pgraph.pipeline` refuses an order in which a fact is read before it is produced. Passes
+hold no state between runs: everything they learn goes into the Plan.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import attrs
 
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir.instances import Instance, InstanceGraph
 from pgraph.ir.program import Program
+from pgraph.ir.queries import representative_iteration
+from pgraph.kinds import InternalError, TaskKind
+
+
+class Fact:
+    """Base class of the typed facts passes exchange (each an attrs record)."""
+
+
+F = TypeVar("F", bound=Fact)
+
+
+class FactMissing(InternalError):
+    """A pass read a fact no earlier pass produced (a pipeline ordering bug)."""
 
 
 @attrs.define
 class Plan:
-    """What the planner knows about one program: facts recorded by passes, keyed by name."""
+    """What the planner knows about one program: its instance graph, diagnostics and facts."""
 
     program: Program
     graph: InstanceGraph
     bag: DiagnosticBag
-    facts: dict[str, Any] = attrs.field(factory=dict)
+    _facts: dict[type[Fact], Fact] = attrs.field(factory=dict)
     #: the id of the first top-level loop (the layer loop), or None (set from `program`)
     layer_loop: int | None = attrs.field(init=False)
     _rep: int | None = attrs.field(init=False)
@@ -27,23 +48,38 @@ class Plan:
         self.layer_loop = next((lp.id for lp in self.program.loops if lp.parent_scope == 0), None)
         self._rep = None
         if self.layer_loop is not None:
-            ax = self.program.loops[self.layer_loop].axis
-            if ax.size > 0:
-                self._rep = ax.lo + 1 if ax.size >= 2 else ax.lo
+            self._rep = representative_iteration(self.program.loops[self.layer_loop].axis)
 
+    # ---- facts ----
+    def put(self, fact: Fact) -> None:
+        """Record `fact` (one per class; a second put of a class replaces the first)."""
+        self._facts[type(fact)] = fact
+
+    def get(self, cls: type[F]) -> F:
+        """The fact of class `cls`; FactMissing when no pass has produced it yet."""
+        fact = self._facts.get(cls)
+        if fact is None:
+            raise FactMissing(f"fact {cls.__name__} was read before any pass produced it")
+        return fact  # type: ignore[return-value]
+
+    def has(self, cls: type[Fact]) -> bool:
+        """True when a pass has produced a fact of class `cls`."""
+        return cls in self._facts
+
+    # ---- the layer loop ----
     def representative_iteration(self) -> int | None:
         """The layer-loop iteration standing for 'one layer' (the second when there are two)."""
         return self._rep
 
     def in_layer(self, inst: Instance) -> bool:
         """True when `inst` (not an alloc task) belongs to the representative iteration of the layer loop."""
-        if self._rep is None or inst.kind == "alloc":
+        if self._rep is None or inst.kind is TaskKind.ALLOC:
             return False
         return bool(inst.loops) and inst.loops[0] == self.layer_loop and inst.iters[0] == self._rep
 
     def reported(self, inst: Instance) -> bool:
         """Instances per-layer reports show: the representative layer, plus tasks outside every loop."""
-        return self.in_layer(inst) or (inst.kind != "alloc" and not inst.loops)
+        return self.in_layer(inst) or (inst.kind is not TaskKind.ALLOC and not inst.loops)
 
 
 def layer_share(plan: Plan, inst: Instance) -> int:
@@ -52,14 +88,39 @@ def layer_share(plan: Plan, inst: Instance) -> int:
     if lid is None or not inst.iters:
         return inst.weight
     rep = plan.representative_iteration()
-    return inst.weight // plan.graph.loop_weights[lid].get(rep if rep is not None else 0, 1)
+    return inst.weight // plan.graph.loop_weight(lid, rep if rep is not None else 0)
 
 
 class Pass:
-    """A planner pass: a kebab-case `name` and one `run(plan)` that adds diagnostics and facts."""
+    """A planner pass: a kebab-case `name`, the fact classes it reads and writes, one `run`."""
+
+    name: ClassVar[str] = ""
+    requires: ClassVar[tuple[type[Fact], ...]] = ()
+    produces: ClassVar[tuple[type[Fact], ...]] = ()
+
+    def run(self, plan: Plan) -> None:  # pragma: no cover - interface
+        """Analyse `plan`, appending diagnostics to `plan.bag` and facts with `plan.put`."""
+        raise NotImplementedError
+
+
+class ProgramCheck:
+    """A check of the resolved Program, run before expansion: a kebab-case `name` and one `run`."""
 
     name: ClassVar[str] = ""
 
-    def run(self, plan: Plan) -> None:  # pragma: no cover - interface
-        """Analyse `plan`, appending diagnostics to `plan.bag` and facts to `plan.facts`."""
+    def run(self, program: Program, bag: DiagnosticBag) -> None:  # pragma: no cover - interface
+        """Append the diagnostics of this rule family to `bag`."""
         raise NotImplementedError
+
+
+def fact_json(value: Any) -> Any:
+    """A fact (or part of one) as JSON-ready data: attrs records as dicts, sets sorted."""
+    if attrs.has(type(value)):
+        return {k: fact_json(v) for k, v in attrs.asdict(value, recurse=False).items()}
+    if isinstance(value, dict):
+        return {str(k): fact_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [fact_json(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(fact_json(v) for v in value)
+    return value

@@ -3,7 +3,7 @@
 Cost of a task = ceil(blocks / cores of its shape) x per-block cost (µs), cores from the
 target (a2a3: 24 AIC, 48 AIV, 24 clusters for MIX), per-block cost from the cost table
 (`cost KERNEL = N` or `cost aic|aiv|mix|dummy = N` in the spec; defaults in
-pgraph.target.DEFAULT_COSTS). Alloc tasks cost 0. With a window-expanded layer loop the
+pgraph.ir.limits.DEFAULT_COSTS). Alloc tasks cost 0. With a window-expanded layer loop the
 whole-program length is extrapolated: length(window) + (layers - 2) x per-layer increment.
 """
 
@@ -11,24 +11,34 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import networkx as nx
 
 from pgraph.ir.instances import Instance
-from pgraph.plan.base import Pass, Plan
+from pgraph.kinds import Core, TaskKind
+from pgraph.plan.base import Fact, Pass, Plan
+from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
 
-CORES_KEY = {"aic": "aic", "aiv": "aiv", "mix": "clusters"}
+CORES_KEY = {Core.AIC: "aic", Core.AIV: "aiv", Core.MIX: "clusters"}
+
+
+@attrs.frozen
+class CriticalPath(Fact):
+    """The longest path (None for an empty graph): length, per-layer increment, steps, first broken link."""
+
+    value: dict[str, Any] | None
 
 
 def task_cost(plan: Plan, inst: Instance) -> tuple[int, int]:
     """(waves, cost µs) of one instance: waves = ceil(blocks / cores of its shape)."""
     p = plan.program
-    if inst.kind == "alloc":
+    if inst.kind is TaskKind.ALLOC:
         return 0, 0
-    if inst.kind == "dummy":
+    if inst.kind is TaskKind.DUMMY:
         return 0, p.costs.get("dummy", 0)
     d = p.dispatch(inst.dispatch)
     kernel = p.kernels[d.kernel] if d.kernel else None
-    core = kernel.core if kernel else "aiv"
+    core = kernel.core if kernel else Core.AIV
     cores = p.target.get(CORES_KEY[core], 1)
     waves = -(-inst.blocks // cores) if inst.blocks else 0
     per_block = p.costs.get(kernel.name, p.costs.get(core, 1)) if kernel else p.costs.get(core, 1)
@@ -36,9 +46,11 @@ def task_cost(plan: Plan, inst: Instance) -> tuple[int, int]:
 
 
 class CriticalPathPass(Pass):
-    """Records `critical_path`: the path, its length (µs), per-layer increment and first broken link."""
+    """Produces CriticalPath: the path, its length (cost units), per-layer increment, first broken link."""
 
     name = "critical-path"
+    requires = (EarlyStatus,)
+    produces = (CriticalPath,)
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
@@ -50,7 +62,7 @@ class CriticalPathPass(Pass):
             dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
             best_pred[v] = pred
         if not dist:
-            plan.facts["critical_path"] = None
+            plan.put(CriticalPath(None))
             return
         end = max(dist, key=lambda v: (dist[v], -v))
         path = []
@@ -61,28 +73,29 @@ class CriticalPathPass(Pass):
         path.reverse()
         length = dist[end]
         per_layer, total = self.extrapolate(plan, dist, length)
-        status = plan.facts.get("_early_status", {})
+        status = plan.get(EarlyStatus).status
         broken = self.first_broken(plan, path, status)
         layer_path = [n for n in path if plan.in_layer(g.instances[n])]
         layer_broken = self.first_broken(plan, layer_path, status)
-        plan.facts["critical_path"] = {
+        plan.put(CriticalPath({
             "length_us": length if per_layer is None else total,
             "window_length_us": length,
             "per_layer_us": per_layer,
             "path": [self.step(plan, g.instances[n], cost[n]) for n in path],
             "first_broken_early_link": broken,
             "first_broken_early_link_in_layer": layer_broken,
-        }
+        }))
 
     @staticmethod
-    def first_broken(plan: Plan, path: list[int], status: dict[int, tuple[str, list[int]]]) -> dict[str, str] | None:
+    def first_broken(plan: Plan, path: list[int], status: dict[int, tuple[EarlyState, list[int]]]
+                     ) -> dict[str, str] | None:
         """The first edge u -> v of `path` whose consumer v cannot be dispatched early."""
         g = plan.graph
         for u, v in zip(path, path[1:]):
-            state, blocking = status.get(v, ("", []))
-            if state not in ("ineligible", "dummy"):
+            state, blocking = status.get(v, (EarlyState.READY, []))
+            if state not in (EarlyState.INELIGIBLE, EarlyState.DUMMY):
                 continue
-            why = ("a dummy is never an early-dispatch candidate" if state == "dummy" else
+            why = ("a dummy is never an early-dispatch candidate" if state is EarlyState.DUMMY else
                    "unflagged producer(s): " + ", ".join(sorted({g.instances[b].label for b in blocking})))
             return {"from": g.instances[u].label, "to": g.instances[v].label, "reason": why}
         return None
@@ -103,7 +116,7 @@ class CriticalPathPass(Pass):
         first, rep = sorted(weights)[:2]
         ends: dict[int, int] = {}
         for inst in plan.graph.instances:
-            if inst.kind == "alloc" or not inst.loops or inst.loops[0] != lid:
+            if inst.kind is TaskKind.ALLOC or not inst.loops or inst.loops[0] != lid:
                 continue
             it = inst.iters[0]
             ends[it] = max(ends.get(it, 0), dist[inst.id])

@@ -10,14 +10,41 @@ for good. At run time each flagged producer must also be fully published
 
 from __future__ import annotations
 
+import enum
 from collections import defaultdict
 from typing import Any
 
+import attrs
+
 from pgraph.diagnostics import Note, Severity
 from pgraph.ir.instances import Instance
-from pgraph.plan.base import Pass, Plan
+from pgraph.kinds import WAIT, TaskKind
+from pgraph.plan.base import Fact, Pass, Plan
 
-WAIT = {"explicit", "carried", "inferred", "creator"}
+
+class EarlyState(enum.StrEnum):
+    """What the runtime's early-dispatch rule makes of one task (simpler wire_fanin_task)."""
+
+    DUMMY = "dummy"            # never a candidate
+    READY = "ready"            # no producer: ready at submit
+    CANDIDATE = "candidate"    # every direct WAIT producer flagged: may be staged early
+    INELIGIBLE = "ineligible"  # an unflagged producer: never staged early
+    MIXED = "mixed"            # (table rows only) instances of one dispatch differ
+
+
+@attrs.frozen
+class EarlyStatus(Fact):
+    """Per instance (alloc tasks excluded): its EarlyState and the unflagged producers blocking it."""
+
+    status: dict[int, tuple[EarlyState, list[int]]]
+
+
+@attrs.frozen
+class EarlyTable(Fact):
+    """The early-dispatch table of the report (one row per dispatch of a layer and the entry)."""
+
+    rows: list[dict[str, Any]]
+    open_point: str
 
 OPEN_POINT = ("the reference doc's wording 'flagged or already complete' is not what the runtime code does: a "
               "completed but unflagged producer still disqualifies the consumer (wire_fanin_task seeds "
@@ -29,7 +56,7 @@ def producers(plan: Plan, node: int) -> list[int]:
     g = plan.graph
     out = []
     for u in g.graph.predecessors(node):
-        if g.instances[u].kind == "alloc":
+        if g.instances[u].kind is TaskKind.ALLOC:
             continue
         if g.graph.edges[u, node]["prov"] & WAIT:
             out.append(u)
@@ -38,23 +65,23 @@ def producers(plan: Plan, node: int) -> list[int]:
 
 def flagged(plan: Plan, inst: Instance) -> bool:
     """True when `inst` carries allow_early_resolve (alloc tasks always; dummies never)."""
-    if inst.kind == "alloc":
+    if inst.kind is TaskKind.ALLOC:
         return True
-    if inst.kind == "dummy":
+    if inst.kind is TaskKind.DUMMY:
         return False
     return plan.program.dispatch(inst.dispatch).early
 
 
-def classify(plan: Plan, node: int, ignore: int | None = None) -> tuple[str, list[int]]:
-    """('dummy'|'ready'|'candidate'|'ineligible', blocking producers) for one instance."""
+def classify(plan: Plan, node: int, ignore: int | None = None) -> tuple[EarlyState, list[int]]:
+    """(state, blocking producers) of one instance; `ignore` leaves one producer out (PG104)."""
     inst = plan.graph.instances[node]
-    if inst.kind == "dummy":
-        return "dummy", []
+    if inst.kind is TaskKind.DUMMY:
+        return EarlyState.DUMMY, []
     prods = [u for u in producers(plan, node) if u != ignore]
     if not prods:
-        return "ready", []
+        return EarlyState.READY, []
     blocking = [u for u in prods if not flagged(plan, plan.graph.instances[u])]
-    return ("ineligible", blocking) if blocking else ("candidate", [])
+    return (EarlyState.INELIGIBLE, blocking) if blocking else (EarlyState.CANDIDATE, [])
 
 
 def _scope_of_report(plan: Plan, inst: Instance) -> bool:
@@ -63,20 +90,21 @@ def _scope_of_report(plan: Plan, inst: Instance) -> bool:
 
 
 class EarlyDispatchPass(Pass):
-    """Records the early-dispatch table; PG105 for consumers blocked by one producer, PG106 for idle flags."""
+    """Produces EarlyStatus and EarlyTable; PG105 for consumers blocked by one producer, PG106 for idle flags."""
 
     name = "early-dispatch"
+    produces = (EarlyStatus, EarlyTable)
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
-        status: dict[int, tuple[str, list[int]]] = {}
+        status: dict[int, tuple[EarlyState, list[int]]] = {}
         for inst in g.instances:
-            if inst.kind != "alloc":
+            if inst.kind is not TaskKind.ALLOC:
                 status[inst.id] = classify(plan, inst.id)
-        plan.facts["_early_status"] = status
+        plan.put(EarlyStatus(status))
         table: dict[str, dict[str, Any]] = {}
         for inst in g.instances:
-            if inst.kind == "alloc" or not _scope_of_report(plan, inst):
+            if inst.kind is TaskKind.ALLOC or not _scope_of_report(plan, inst):
                 continue
             state, blocking = status[inst.id]
             row = table.setdefault(inst.dispatch, {"dispatch": inst.dispatch, "states": defaultdict(int),
@@ -88,22 +116,21 @@ class EarlyDispatchPass(Pass):
         rows = []
         for row in sorted(table.values(), key=lambda r: r["order"]):
             states = dict(sorted(row["states"].items()))
-            state = next(iter(states)) if len(states) == 1 else "mixed"
+            state = next(iter(states)) if len(states) == 1 else EarlyState.MIXED
             rows.append({"dispatch": row["dispatch"], "early_flag": row["early"], "state": state,
                          "instances": states, "blocked_by": sorted(row["blocked_by"])})
-        plan.facts["early_dispatch"] = rows
-        plan.facts["early_dispatch_open_point"] = OPEN_POINT
+        plan.put(EarlyTable(rows, OPEN_POINT))
         self.blocked_notes(plan, status)
         self.idle_flags(plan, status)
 
-    def blocked_notes(self, plan: Plan, status: dict[int, tuple[str, list[int]]]) -> None:
+    def blocked_notes(self, plan: Plan, status: dict[int, tuple[EarlyState, list[int]]]) -> None:
         """PG105 per producer declaration (a tile set: all waves of `out_proj` are one producer)."""
         g = plan.graph
         p = plan.program
         by_producer: dict[str, set[str]] = defaultdict(set)
         for node, (state, blocking) in status.items():
             inst = g.instances[node]
-            if state != "ineligible" or not _scope_of_report(plan, inst):
+            if state is not EarlyState.INELIGIBLE or not _scope_of_report(plan, inst):
                 continue
             names = {p.dispatch(g.instances[u].dispatch).tileset for u in blocking}
             if len(names) == 1 and not self.evict_dummy(plan, next(iter(names))):
@@ -111,7 +138,7 @@ class EarlyDispatchPass(Pass):
         for prod in sorted(by_producer, key=lambda n: p.tilesets[n].span.line):
             ts = p.tilesets[prod]
             consumers = sorted(by_producer[prod], key=lambda n: p.dispatch(n).order)
-            dummy = ts.kind == "dummy"
+            dummy = ts.kind is TaskKind.DUMMY
             why = f"dummy '{prod}' is never flagged" if dummy else f"'{prod}' is not flagged `early`"
             plan.bag.add("PG105", f"{why}: {', '.join(consumers)} cannot be dispatched early", ts.span,
                          hint=(f"flag '{prod}' `early` if its consumers should take the early window"
@@ -121,22 +148,22 @@ class EarlyDispatchPass(Pass):
     def evict_dummy(plan: Plan, tileset: str) -> bool:
         """An empty-deps dummy: PG104 already reports what it does to early dispatch."""
         ts = plan.program.tilesets[tileset]
-        return ts.kind == "dummy" and not plan.program.dispatch(ts.dispatches[0]).deps
+        return ts.kind is TaskKind.DUMMY and not plan.program.dispatch(ts.dispatches[0]).deps
 
-    def idle_flags(self, plan: Plan, status: dict[int, tuple[str, list[int]]]) -> None:
+    def idle_flags(self, plan: Plan, status: dict[int, tuple[EarlyState, list[int]]]) -> None:
         g = plan.graph
         p = plan.program
         consumers: dict[str, set[str]] = defaultdict(set)
         useful: set[str] = set()
         for u, v in g.graph.edges():
             iu, iv = g.instances[u], g.instances[v]
-            if iu.kind in ("alloc", "dummy") or not (g.graph.edges[u, v]["prov"] & WAIT):
+            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or not (g.graph.edges[u, v]["prov"] & WAIT):
                 continue
             consumers[iu.dispatch].add(iv.dispatch)
-            if status.get(v, ("", []))[0] == "candidate":
+            if v in status and status[v][0] is EarlyState.CANDIDATE:
                 useful.add(iu.dispatch)
         for d in p.dispatches:
-            if not d.early or d.kind == "dummy" or d.name in useful:
+            if not d.early or d.kind is TaskKind.DUMMY or d.name in useful:
                 continue
             cons = sorted(consumers.get(d.name, set()), key=lambda n: p.dispatch(n).order)
             text = f"its consumers ({', '.join(cons)}) are ineligible anyway" if cons else "nothing waits on it"
@@ -155,13 +182,14 @@ class DummyEffectPass(Pass):
     """
 
     name = "dummy-effect"
+    requires = (EarlyStatus,)
 
     def run(self, plan: Plan) -> None:
         p = plan.program
         g = plan.graph
         by_dispatch: dict[str, list[Instance]] = defaultdict(list)
         for inst in g.instances:
-            if inst.kind == "dummy" and (_scope_of_report(plan, inst)):
+            if inst.kind is TaskKind.DUMMY and (_scope_of_report(plan, inst)):
                 by_dispatch[inst.dispatch].append(inst)
         for name in sorted(by_dispatch, key=lambda n: p.dispatch(n).order):
             d = p.dispatch(name)
@@ -188,7 +216,7 @@ class DummyEffectPass(Pass):
             for v in g.graph.successors(inst.id):
                 consumers.add(g.instances[v].dispatch)
                 state, _ = classify(plan, v, ignore=inst.id)
-                if state == "candidate":
+                if state is EarlyState.CANDIDATE:
                     evicted.add(g.instances[v].dispatch)
         order = lambda n: p.dispatch(n).order  # noqa: E731
         if not consumers:

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import attrs
+
 from pgraph.diagnostics import Note
-from pgraph.plan.base import Pass, Plan, layer_share
+from pgraph.kinds import DECLARED, AccessKind, CarryKind, Storage, TaskKind
+from pgraph.plan.base import Fact, Pass, Plan, layer_share
+from pgraph.plan.reach import Reach
+
+
+@attrs.frozen
+class DuplicateDeps(Fact):
+    """Duplicate dep entries folded into existing edges, per layer."""
+
+    per_layer: int
+
+
+@attrs.frozen
+class RedundantEdges(Fact):
+    """Explicit edges of the reported instances that another path implies."""
+
+    total: int
 
 
 class DuplicateDepsPass(Pass):
     """PG016: a dep list whose entries name one producer task more than once (folded)."""
 
     name = "duplicate-deps"
+    produces = (DuplicateDeps,)
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
@@ -36,12 +55,12 @@ class DuplicateDepsPass(Pass):
                 [Note(f"{total} duplicate entries fold away per layer in this program")] if d.loops else [],
                 hint="harmless: several selected tiles map to one task (e.g. every tile of an SPMD wave)",
             )
-        plan.facts["duplicate_dep_entries_per_layer"] = total
+        plan.put(DuplicateDeps(total))
 
 
 def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
     g = plan.graph.graph
-    return [(u, v) for u, v, data in g.edges(data=True) if data["prov"] & {"explicit", "carried"}]
+    return [(u, v) for u, v, data in g.edges(data=True) if data["prov"] & DECLARED]
 
 
 def _reported(plan: Plan, node: int) -> bool:
@@ -52,11 +71,11 @@ class RedundantEdgePass(Pass):
     """PG115: an explicit/carried edge u -> v implied by another path u -> w -> ... -> v."""
 
     name = "redundant-edges"
+    requires = (Reach,)
+    produces = (RedundantEdges,)
 
     def run(self, plan: Plan) -> None:
-        from pgraph.plan.reach import ancestors
-
-        anc = ancestors(plan)
+        anc = plan.get(Reach).anc
         g = plan.graph
         groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
         for u, v in _explicit_edges(plan):
@@ -73,7 +92,7 @@ class RedundantEdgePass(Pass):
             plan.bag.add("PG115", f"{len(pairs)} edge(s) {du} -> {dv} are implied by other paths "
                          f"(e.g. {g.instances[u].label} -> {g.instances[v].label})", span,
                          hint="harmless for ordering; dropping it saves a fanout entry and a dep-array slot")
-        plan.facts["redundant_edges"] = total
+        plan.put(RedundantEdges(total))
 
 
 class FunnelPass(Pass):
@@ -84,6 +103,7 @@ class FunnelPass(Pass):
     """
 
     name = "funnel"
+    requires = (Reach,)
     threshold = 8
 
     def run(self, plan: Plan) -> None:
@@ -92,22 +112,22 @@ class FunnelPass(Pass):
         for u, v in _explicit_edges(plan):
             out_edges[u].append(v)
         p = plan.program
-        from pgraph.plan.reach import ancestors
-
-        anc = ancestors(plan)
+        anc = plan.get(Reach).anc
         seen: set[tuple[str, str]] = set()
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
                 continue
             common: set[int] | None = None
             for v in consumers:
-                preds = {w for w in g.graph.predecessors(v) if w != u and g.instances[w].kind != "alloc"}
+                preds = {w for w in g.graph.predecessors(v) if w != u and g.instances[w].kind is not TaskKind.ALLOC}
                 common = preds if common is None else common & preds
                 if not common:
                     break
             for x in sorted(common or ()):
                 if x < u or anc[u] >> x & 1:
                     continue  # only route forward: x is submitted after u and does not precede it
+                if p.dispatch(g.instances[x].dispatch).tileset == p.dispatch(g.instances[u].dispatch).tileset:
+                    continue  # another task of the same declaration: a dep on itself is no fix
                 key = (g.instances[u].dispatch, g.instances[x].dispatch)
                 if key in seen:
                     break
@@ -134,9 +154,9 @@ class DeadTaskPass(Pass):
             for block in blocks:
                 for kind, items in block.items():
                     for _t, key, _box, _ind in items:
-                        if kind in ("read", "atomic"):
+                        if kind in (AccessKind.READ, AccessKind.ATOMIC):
                             readers[key].add(node)
-                        if kind in ("write", "atomic"):
+                        if kind in (AccessKind.WRITE, AccessKind.ATOMIC):
                             writes[node].add(key)
         dead: dict[str, set[str]] = {}
         for node, keys in writes.items():
@@ -145,7 +165,7 @@ class DeadTaskPass(Pass):
                 continue  # later iterations' readers may not be expanded
             live = False
             for key in keys:
-                if p.tensors[key[0]].storage == "external" or readers[key] - {node}:
+                if p.tensors[key[0]].storage is Storage.EXTERNAL or readers[key] - {node}:
                     live = True
                     break
             if not live:
@@ -172,7 +192,7 @@ class UnusedTensorPass(Pass):
                     used.add(a.region.tensor)
                     used.update(a.region.indirect or ())
         for c in p.carries.values():
-            if c.kind == "tensor" and c.name in used:
+            if c.kind is CarryKind.TENSOR and c.name in used:
                 used.update((c.init, c.next))
         for t in list(p.tensors.values()):
             if t.base and t.name in used:

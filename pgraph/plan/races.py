@@ -13,162 +13,243 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections import defaultdict
-from typing import Any
 
 import attrs
 
 from pgraph.diagnostics import Note
-from pgraph.ir.instances import Box, BufferKey, flat, overlap
+from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
-from pgraph.plan.base import Pass, Plan
-from pgraph.plan.reach import ancestors, ordered
+from pgraph.ir.queries import root
+from pgraph.kinds import AccessKind, Direction, ScopeMode, TaskKind
+from pgraph.plan.base import Fact, Pass, Plan
+from pgraph.plan.reach import Reach, ancestors
 from pgraph.source import Span
 
-KIND_WORD = {"read": "reads", "write": "writes", "atomic": "atomically adds to"}
+KIND_WORD = {AccessKind.READ: "reads", AccessKind.WRITE: "writes", AccessKind.ATOMIC: "atomically adds to"}
+
+#: (kind, box, tensor name) of one instance's access to one buffer.
+Touch = tuple[AccessKind, Box, str]
+
+
+@attrs.frozen
+class Conflict:
+    """Two instances (a < b in submission order) whose accesses to one buffer overlap, one writing."""
+
+    first: int
+    second: int
+    first_kind: AccessKind
+    first_box: Box
+    first_tensor: str
+    second_kind: AccessKind
+    second_box: Box
+    second_tensor: str
+
+
+@attrs.frozen
+class Conflicts(Fact):
+    """Every conflicting instance pair; independent of the edges (so mutation tests reuse it)."""
+
+    pairs: list[Conflict]
 
 
 @attrs.frozen
 class Race:
-    """An unordered conflicting pair: earlier/later in submission order, with what each does."""
+    """An unordered conflicting pair; `boundary` when one side is in a manual scope and the other is not."""
 
-    first: int
-    second: int
-    tensor: str
-    first_kind: str
-    second_kind: str
-    box: Box
+    conflict: Conflict
     boundary: bool
 
+    @property
+    def first(self) -> int:
+        """The earlier instance."""
+        return self.conflict.first
 
-def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[tuple[str, Box, str]]]]:
+    @property
+    def second(self) -> int:
+        """The later instance."""
+        return self.conflict.second
+
+
+@attrs.frozen
+class Races(Fact):
+    """Every race the planner found (reported per dispatch pair and tensor as PG100/PG101)."""
+
+    races: list[Race]
+
+
+def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[Touch]]]:
     """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
-    out: dict[BufferKey, dict[int, list[tuple[str, Box, str]]]] = defaultdict(lambda: defaultdict(list))
+    out: dict[BufferKey, dict[int, list[Touch]]] = defaultdict(lambda: defaultdict(list))
     for node, blocks in plan.graph.blocks.items():
-        seen: set[tuple[str, Box, str]] = set()
+        seen: set[Touch] = set()
         for block in blocks:
             for kind, items in block.items():
-                for tname, key, box, _indirect in items:
-                    entry = (kind, box, tname)
+                acc: BlockAccess
+                for acc in items:
+                    entry = (kind, acc.box, acc.tensor)
                     if entry not in seen:
                         seen.add(entry)
-                        out[key][node].append(entry)
+                        out[acc.buffer][node].append(entry)
     return out
 
 
-def _conflict(a: list[tuple[str, Box, str]], b: list[tuple[str, Box, str]], p: Program) -> tuple[str, str, Box, str] | None:
-    for ka, boxa, ta in a:
-        for kb, boxb, tb in b:
-            if ka == "read" and kb == "read":
+def _conflict(a: list[Touch], b: list[Touch], p: Program) -> tuple[Touch, Touch] | None:
+    for ta in a:
+        for tb in b:
+            if ta[0] is AccessKind.READ and tb[0] is AccessKind.READ:
                 continue
-            if ka == "atomic" and kb == "atomic":
+            if ta[0] is AccessKind.ATOMIC and tb[0] is AccessKind.ATOMIC:
                 continue
-            if overlap(boxa, ta, boxb, tb, p):
-                return ka, kb, boxa, ta
+            if overlap(ta[1], ta[2], tb[1], tb[2], p):
+                return ta, tb
     return None
 
 
-def conflicts(plan: Plan) -> list[tuple[int, int, str, str, str, Box]]:
+def conflicts(plan: Plan) -> Conflicts:
     """Every conflicting instance pair (a < b): overlapping regions of one buffer, one writing.
 
-    Independent of the edges, so it is computed once per plan and cached.
+    Computed once per plan (a Conflicts fact): it does not depend on the edges.
     """
-    cached = plan.facts.get("_conflicts")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    if plan.has(Conflicts):
+        return plan.get(Conflicts)
     p = plan.program
     out = []
     for _key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
         nodes = sorted(per_node)
         # a pair conflicts only if one side writes: pair each writer with every other node (not
         # all pairs; 10,000 readers of one buffer made 50 million read-read pairs)
-        writers = [n for n in nodes if any(kind != "read" for kind, _, _ in per_node[n])]
+        writers = [n for n in nodes if any(kind is not AccessKind.READ for kind, _, _ in per_node[n])]
         is_writer = set(writers)
         pairs = sorted({(min(w, n), max(w, n)) for w in writers for n in nodes
                         if n != w and (n not in is_writer or n > w)})
         for a, b in pairs:
             hit = _conflict(per_node[a], per_node[b], p)
             if hit is not None:
-                out.append((a, b, hit[3], hit[0], hit[1], hit[2]))
-    plan.facts["_conflicts"] = out
-    return out
+                (ka, ba, ta), (kb, bb, tb) = hit
+                out.append(Conflict(a, b, ka, ba, ta, kb, bb, tb))
+    fact = Conflicts(out)
+    plan.put(fact)
+    return fact
 
 
-def find_races(plan: Plan) -> list[Race]:
+def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     """Every unordered conflicting instance pair (the whole analysis, no reporting).
 
-    Re-run after editing `plan.graph.graph`: drop `plan.facts['_ancestors']` first.
+    `reach` defaults to the happens-before of the graph as it is now (so a caller that edits
+    `plan.graph.graph` gets the races of the edited graph).
     """
-    anc = ancestors(plan)
-    manual = {s.id for s in plan.program.scopes if s.mode == "manual"}
+    reach = reach or ancestors(plan)
+    manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
     races = []
-    for a, b, tensor, ka, kb, box in conflicts(plan):
-        if ordered(anc, a, b):
+    for c in conflicts(plan).pairs:
+        if reach.ordered(c.first, c.second):
             continue
-        ia, ib = plan.graph.instances[a], plan.graph.instances[b]
+        ia, ib = plan.graph.instances[c.first], plan.graph.instances[c.second]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
-        races.append(Race(a, b, tensor, ka, kb, box, boundary))
+        races.append(Race(c, boundary))
     return races
 
 
 def _access_span(d: Dispatch, tensor: str, p: Program) -> Span:
-    root = p.tensors[tensor].base or tensor if tensor in p.tensors else tensor
+    want = root(p, tensor)
     for acc in d.accesses:
-        name = acc.region.tensor
-        if name == tensor or (name in p.tensors and (p.tensors[name].base or name) == root):
+        if acc.region.tensor == tensor or root(p, acc.region.tensor) == want:
             return acc.span
     return d.span
 
 
-def _box_text(box: Box) -> str:
+def box_text(box: Box) -> str:
+    """`[0:8, 0:64]`."""
     return "[" + ", ".join(f"{lo}:{hi}" for lo, hi in box) + "]"
+
+
+def overlap_text(c: Conflict, p: Program) -> str:
+    """The common elements of a conflict: a box of one tensor, or flat element offsets across views."""
+    if c.first_tensor == c.second_tensor:
+        return f"{c.first_tensor}{box_text(box_intersection(c.first_box, c.second_box))}"
+    fa = flat(c.first_box, p.tensors[c.first_tensor].shape)
+    fb = flat(c.second_box, p.tensors[c.second_tensor].shape)
+    return f"elements {max(fa[0], fb[0])}..{min(fa[1], fb[1])} of buffer {root(p, c.first_tensor)}"
 
 
 class RacePass(Pass):
     """PG100/PG101: report unordered conflicting pairs, one diagnostic per dispatch pair and tensor."""
 
     name = "races"
+    requires = (Reach,)
+    produces = (Races, Conflicts)
 
     def run(self, plan: Plan) -> None:
-        races = find_races(plan)
-        plan.facts["races"] = len(races)
+        races = find_races(plan, plan.get(Reach))
+        plan.put(Races(races))
         groups: dict[tuple[str, str, str], list[Race]] = defaultdict(list)
         for r in races:
             da = plan.graph.instances[r.first].dispatch
             db = plan.graph.instances[r.second].dispatch
-            groups[(da, db, r.tensor)].append(r)
+            groups[(da, db, r.conflict.second_tensor)].append(r)
+        for (da, db, _tensor), rs in sorted(groups.items()):
+            self.report(plan, p_da=da, p_db=db, rs=rs)
+
+    def report(self, plan: Plan, p_da: str, p_db: str, rs: list[Race]) -> None:
         p = plan.program
-        for (da, db, tensor), rs in sorted(groups.items()):
-            r = rs[0]
-            ia, ib = plan.graph.instances[r.first], plan.graph.instances[r.second]
-            dpa, dpb = p.dispatch(da), p.dispatch(db)
-            # a window-expanded loop shows two iterations: the pairs it finds are real, later
-            # iterations hold more (`Options(full=True)` counts them all)
-            windowed = not plan.graph.full and any(
-                plan.graph.instances[n].weight > 1 for x in rs for n in (x.first, x.second))
-            more = (f" ({len(rs)} instance pair{'s' if len(rs) > 1 else ''} or more: only two iterations of the "
-                    "loop are expanded)" if windowed else f" ({len(rs)} instance pairs)" if len(rs) > 1 else "")
-            what = (f"'{ib.label}' {KIND_WORD[r.second_kind]} {tensor}{_box_text(r.box)} and '{ia.label}' "
-                    f"{KIND_WORD[r.first_kind]} it, with no path between them{more}")
-            notes = [Note(f"'{ia.label}' {KIND_WORD[r.first_kind]} {tensor} here", _access_span(dpa, tensor, p))]
-            producer = dpa.tileset
-            fix = f"add `{producer}` to the deps of '{ib.dispatch}'"
-            if dpa.scope not in p.ancestors(dpb.scope):
-                fix += (f" and declare `taskids {producer}` in a scope enclosing both (its scope has closed "
-                        "when the consumer is submitted)")
-            if r.boundary:
-                plan.bag.add(
-                    "PG101", f"across a manual-scope boundary: {what}", _access_span(dpb, tensor, p), notes,
-                    hint=f"the runtime infers no edge into or out of a manual scope (simpler: MANUAL skips creator, "
-                         f"lookup and registration); {fix}")
-                continue
-            if p.scopes[ib.scope].mode == "manual":
-                why = "in a manual scope only explicit and carried edges order tasks"
-            elif r.first_kind == "read":
-                why = ("the runtime infers read-after-write and InOut write-after-write, never write-after-read; "
-                       "order the writer after the reader with a dep (do not promote the reader to InOut)")
-            else:
-                why = "no inferred or explicit edge orders them"
-            plan.bag.add("PG100", f"race: {what}", _access_span(dpb, tensor, p), notes, hint=f"{why}; {fix}")
+        r = rs[0]
+        c = r.conflict
+        ia, ib = plan.graph.instances[r.first], plan.graph.instances[r.second]
+        dpa, dpb = p.dispatch(p_da), p.dispatch(p_db)
+        # a window-expanded loop shows two iterations: the pairs it finds are real, later
+        # iterations hold more (`Options(full=True)` counts them all)
+        windowed = not plan.graph.full and any(
+            plan.graph.instances[n].weight > 1 for x in rs for n in (x.first, x.second))
+        more = (f" ({len(rs)} instance pair{'s' if len(rs) > 1 else ''} or more: only two iterations of the "
+                "loop are expanded)" if windowed else f" ({len(rs)} instance pairs)" if len(rs) > 1 else "")
+        what = (f"'{ib.label}' {KIND_WORD[c.second_kind]} {c.second_tensor}{box_text(c.second_box)} and "
+                f"'{ia.label}' {KIND_WORD[c.first_kind]} {c.first_tensor}{box_text(c.first_box)} "
+                f"(overlap {overlap_text(c, p)}), with no path between them{more}")
+        notes = [Note(f"'{ia.label}' {KIND_WORD[c.first_kind]} {c.first_tensor} here",
+                      _access_span(dpa, c.first_tensor, p))]
+        fix = self.fix(plan, dpa, dpb, ia.id, ib.id)
+        span = _access_span(dpb, c.second_tensor, p)
+        if r.boundary:
+            plan.bag.add(
+                "PG101", f"across a manual-scope boundary: {what}", span, notes,
+                hint=f"the runtime infers no edge into or out of a manual scope (simpler: MANUAL skips creator, "
+                     f"lookup and registration); {fix}")
+            return
+        if p.scopes[ib.scope].mode is ScopeMode.MANUAL:
+            why = "in a manual scope only explicit and carried edges order tasks"
+        elif c.first_kind is AccessKind.READ:
+            why = ("the runtime infers read-after-write and InOut write-after-write, never write-after-read; "
+                   "order the writer after the reader with a dep (do not promote the reader to InOut)")
+        else:
+            why = "no inferred or explicit edge orders them"
+        plan.bag.add("PG100", f"race: {what}", span, notes, hint=f"{why}; {fix}")
+
+    @staticmethod
+    def fix(plan: Plan, dpa: Dispatch, dpb: Dispatch, a: int, b: int) -> str:
+        """The fix the hint proposes, which must remove the race when applied."""
+        p = plan.program
+        producer = dpa.tileset
+        if dpa.tileset == dpb.tileset:
+            ia, ib = plan.graph.instances[a], plan.graph.instances[b]
+            if ia.iters != ib.iters:
+                return (f"two iterations of '{producer}' touch the same elements and nothing orders the "
+                        f"iterations: give each iteration its own region, or order them with a loop carry "
+                        f"(`carry prev = <a task before the loop> then {producer}` and `deps(prev)` on "
+                        f"'{producer}')")
+            return (f"the tasks of '{producer}' are never ordered among themselves: give each task its own "
+                    "region, accumulate with `atomic_add` into a seeded accumulator, or split the declaration "
+                    "in two with a dep between them")
+        if any(dep.target == producer for dep in dpb.deps) and dpa.loops and not set(dpa.loops) <= set(dpb.loops):
+            return (f"'{dpb.name}' already depends on '{producer}', but from outside its loop that names the last "
+                    f"iteration only, and earlier iterations touch the same elements: order the iterations of "
+                    f"'{producer}' with a loop carry (`carry prev = <a task before the loop> then {producer}` and "
+                    f"`deps(prev)` on '{producer}') so that the last one waits for all, or give each iteration "
+                    "its own region")
+        fix = f"add `{producer}` to the deps of '{dpb.tileset}'"
+        if dpa.scope not in p.ancestors(dpb.scope):
+            fix += (f" and declare `taskids {producer}` in a scope enclosing both (its scope has closed "
+                    "when the consumer is submitted)")
+        return fix
 
 
 class SpmdOverlapPass(Pass):
@@ -185,7 +266,7 @@ class SpmdOverlapPass(Pass):
         p = plan.program
         done: set[str] = set()
         for inst in plan.graph.instances:
-            if inst.kind != "spmd" or inst.dispatch in done or inst.blocks < 2:
+            if inst.kind is not TaskKind.SPMD or inst.dispatch in done or inst.blocks < 2:
                 continue
             done.add(inst.dispatch)
             blocks = plan.graph.blocks.get(inst.id, [])
@@ -199,14 +280,14 @@ class SpmdOverlapPass(Pass):
             names = [a.var for a in d.block_axes]
             plan.bag.add(
                 "PG102",
-                f"blocks {i} and {j} of SPMD grid '{d.name}' ({', '.join(names)}) both write {tensor}{_box_text(box)}",
+                f"blocks {i} and {j} of SPMD grid '{d.name}' ({', '.join(names)}) both write {tensor}{box_text(box)}",
                 _access_span(d, tensor, p),
                 hint="SPMD blocks are never ordered among themselves; write disjoint slices, accumulate with "
                      "atomic_add into a seeded accumulator, or make the blocks separate tasks with deps",
             )
 
     @staticmethod
-    def first_clash(blocks: list[dict[str, Any]], p: Program) -> tuple[int, int, str, Box] | None:
+    def first_clash(blocks: list[BlockAccesses], p: Program) -> tuple[int, int, str, Box] | None:
         """The first (i, j), i < j, in pairwise order whose writes overlap, with i's first clashing write.
 
         Same answer as comparing every pair of blocks, without the quadratic cost on large
@@ -215,7 +296,8 @@ class SpmdOverlapPass(Pass):
         """
         # an indirect write is a bounding box (a scatter through an index tensor): it proves
         # no overlap between blocks, whose disjointness rests on the index (slot_mapping)
-        writes = [[(t, k, box) for t, k, box, indirect in b.get("write", []) if not indirect] for b in blocks]
+        writes = [[(t, k, box) for t, k, box, indirect in b.get(AccessKind.WRITE, []) if not indirect]
+                  for b in blocks]
         groups: dict[BufferKey, list[tuple[int, str, Box]]] = defaultdict(list)
         for i, ws in enumerate(writes):
             for t, k, box in ws:
@@ -293,11 +375,10 @@ class FalseSerializationPass(Pass):
     def run(self, plan: Plan) -> None:
         p = plan.program
         for d in p.dispatches:
-            if d.kind != "parallel" or d.task_count < 2 or p.scopes[d.scope].mode == "manual":
+            if d.kind is not TaskKind.PARALLEL or d.task_count < 2 or p.scopes[d.scope].mode is ScopeMode.MANUAL:
                 continue
-            outputs = [a for a in d.args if a.region is not None and a.param.direction != "in"]
-            roots = {p.tensors[a.region.tensor].base or a.region.tensor  # type: ignore[union-attr]
-                     for a in outputs if a.region and a.region.tensor in p.tensors}
+            outputs = [a for a in d.args if a.region is not None and a.param.direction is not Direction.IN]
+            roots = {root(p, a.region.tensor) for a in outputs if a.region and a.region.tensor in p.tensors}
             if len(outputs) < 2 or not roots:
                 continue
             plan.bag.add(

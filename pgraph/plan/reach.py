@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import attrs
 import networkx as nx
 
-from pgraph.plan.base import Plan
+from pgraph.plan.base import Fact, Pass, Plan
 
 
-def ancestors(plan: Plan) -> list[int]:
-    """`anc[v]` has bit u set when a path u -> ... -> v exists (any provenance).
+@attrs.frozen
+class Reach(Fact):
+    """`anc[v]` has bit u set when a path u -> ... -> v exists (any provenance)."""
 
-    Computed once per plan (cached in `plan.facts['_ancestors']`) in topological order:
-    O(V + E) big-int ORs. Requires an acyclic graph (the expander reports cycles first).
-    """
-    cached = plan.facts.get("_ancestors")
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    anc: list[int]
+
+    def ordered(self, a: int, b: int) -> bool:
+        """True when a happens before b or b before a."""
+        return bool(self.anc[b] >> a & 1) or bool(self.anc[a] >> b & 1)
+
+    def before(self, a: int, b: int) -> bool:
+        """True when a path a -> ... -> b exists."""
+        return bool(self.anc[b] >> a & 1)
+
+
+def ancestors(plan: Plan) -> Reach:
+    """The Reach of `plan`'s graph in topological order: O(V + E) big-int ORs (the graph is acyclic)."""
     g = plan.graph.graph
     anc = [0] * len(plan.graph.instances)
     for v in nx.topological_sort(g):
@@ -23,10 +32,14 @@ def ancestors(plan: Plan) -> list[int]:
         for u in g.predecessors(v):
             bits |= anc[u] | (1 << u)
         anc[v] = bits
-    plan.facts["_ancestors"] = anc
-    return anc
+    return Reach(anc)
 
 
-def ordered(anc: list[int], a: int, b: int) -> bool:
-    """True when a happens before b or b before a."""
-    return bool(anc[b] >> a & 1) or bool(anc[a] >> b & 1)
+class ReachPass(Pass):
+    """Produces Reach (after the cycle check: the graph is a DAG)."""
+
+    name = "reach"
+    produces = (Reach,)
+
+    def run(self, plan: Plan) -> None:
+        plan.put(ancestors(plan))

@@ -17,7 +17,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pgraph.driver import Options, plan_program
+from pgraph.pipeline import Options, plan_program
 
 RANGES = [(0, 2), (0, 3), (1, 3)]
 Decl = tuple[str, tuple[tuple[int, int], ...]]     # name, ranges

@@ -26,12 +26,13 @@ import pytest
 
 from pgraph.backends.a2a3 import build
 from pgraph.backends.a2a3.dtypes import DTYPES
-from pgraph.cli import main
+from pgraph.backends.target import BuildInfo
+from pgraph.cli import main, overrides_text
 from pgraph.diagnostics import DiagnosticBag
-from pgraph.driver import Options, compile_program, plan_program
-from pgraph.ir.expand import expand
+from pgraph.expand.expander import expand
 from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
+from pgraph.pipeline import Options, compile_program, plan_program
 from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
 
 CPP = ROOT / "tests" / "cpp"
@@ -51,7 +52,7 @@ GOLDEN_CASES = {"decode_layer": HEAD_SPEC, "decode_layer_762": VARIANT_762,
 def build_files(spec: Path, **kw: object) -> dict[str, str]:
     """The backend's files for `spec` planned with Options(**kw)."""
     opts = Options(**kw)  # type: ignore[arg-type]
-    return build(plan_ok(spec, **kw), spec, opts)
+    return build(plan_ok(spec, **kw), BuildInfo(str(spec), overrides_text(opts)))
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +146,7 @@ def full_graph(spec: Path, **kw: object) -> tuple[Program, InstanceGraph]:
     bag = DiagnosticBag()
     program = compile_program(spec, Options(**kw), bag)  # type: ignore[arg-type]
     assert program is not None, [d.message for d in bag.items]
-    return program, expand(program, bag, full=True)
+    return program, expand(program, full=True)
 
 
 def merge_allocs(rec: Rec) -> list[int]:
@@ -523,10 +524,12 @@ entry e {
 }
 """)
     out = tmp_path / "out"
+    assert main(["check", str(spec)]) == 1  # a check the build needs is the planner's: `check` sees it
+    assert "sibling.pgl:11:5: error[PG037 tensor-scope-closed]: 'second' uses tensor 't' outside the scope that " \
+        "allocates it" in capsys.readouterr().err
     assert main(["build", str(spec), "--target", "a2a3", "-o", str(out)]) == 1
     assert not out.exists()
-    err = capsys.readouterr().err
-    assert "sibling.pgl:11:5: 'second' uses tensor 't' outside the scope that allocates it" in err
+    assert "error[PG037" in capsys.readouterr().err
 
 
 def test_cli_build_usage_errors(tmp_path: Path) -> None:

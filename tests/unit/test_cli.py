@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pgraph.cli import main, write_atomic
+from pgraph.backends.output import write_atomic
+from pgraph.cli import main
 from pgraph.diagnostics import RULES
 from pgraph.explain import explain
 from tests.conftest import HEAD_SPEC, ROOT

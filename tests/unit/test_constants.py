@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgraph.driver import Options, plan_program
+from pgraph.pipeline import Options, plan_program
 from tests.conftest import HEAD_SPEC
 
 REFERENCE = {

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from pgraph import cli
-from pgraph.driver import Options, plan_program
+from pgraph.backends.report import report_facts
+from pgraph.pipeline import Options, plan_program
 from tests.conftest import HEAD_SPEC, VARIANT_762, plan_ok
 
 COUNT_KEYS = ("tasks", "dummy_tasks", "blocks", "explicit_edges")
@@ -161,12 +162,12 @@ def test_full_expansion_matches_window() -> None:
     full = plan_ok(HEAD_SPEC, layers=3, full=True)
     window = plan_ok(HEAD_SPEC, layers=3)
     for plan in (full, window):
-        assert _pick(plan.facts["per_layer"]) == HEAD
-        assert plan.facts["per_layer"]["duplicate_dep_entries"] == 44
+        assert _pick(report_facts(plan)["per_layer"]) == HEAD
+        assert report_facts(plan)["per_layer"]["duplicate_dep_entries"] == 44
     # summary = 4 + 3*265 tasks, 1 + 3*12 dummies, 8 + 3*432 blocks, 1 + 3*588 edges
     expected = dict(tasks=4 + 3 * 265, dummy_tasks=1 + 3 * 12, blocks=8 + 3 * 432, explicit_edges=1 + 3 * 588)
-    assert _pick(full.facts["summary"]) == expected
-    assert full.facts["summary"] == window.facts["summary"]
+    assert _pick(report_facts(full)["summary"]) == expected
+    assert report_facts(full)["summary"] == report_facts(window)["summary"]
     # every one of the three expanded layers (not just the representative one) has the HEAD counts
     g = full.graph
     lid = full.layer_loop
@@ -184,8 +185,8 @@ def test_full_expansion_matches_window() -> None:
 
 def test_full_expansion_762_matches_window() -> None:
     full = plan_ok(VARIANT_762, layers=2, full=True)
-    assert _pick(full.facts["per_layer"]) == T1
-    assert _pick(full.facts["summary"], ("tasks", "dummy_tasks", "blocks")) == _summary(T1, 2)
+    assert _pick(report_facts(full)["per_layer"]) == T1
+    assert _pick(report_facts(full)["summary"], ("tasks", "dummy_tasks", "blocks")) == _summary(T1, 2)
 
 
 # ---- an independent model of the reference rows ----------------------------------------------
@@ -248,7 +249,7 @@ def test_model_matches_planner_off_table(direct: int, spmd_n: int) -> None:
     defines = (("N_OUT_DIRECT_BLOCKS", direct), ("GATE_UP_SPMD_N", spmd_n))
     plan, bag = plan_program(HEAD_SPEC, Options(defines=defines, layers=2))
     assert plan is not None, [d.message for d in bag.items]
-    assert _pick(plan.facts["per_layer"]) == _layer_model(direct, spmd_n, "head")
+    assert _pick(report_facts(plan)["per_layer"]) == _layer_model(direct, spmd_n, "head")
 
 
 # Rows 1-11 of reference §2.2 in program order (T1), and at HEAD (§2.4: rope_qkv removed).

@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from pgraph.cli import main
 from pgraph.diagnostics import DiagnosticBag
-from pgraph.driver import Options, compile_program, plan_program
-from pgraph.ir.expand import MAX_EXPANSION_WORK, Expander
+from pgraph.expand.window import make_window
+from pgraph.expand.work import MAX_EXPANSION_WORK, dispatch_work, expansion_work
 from pgraph.ir.instances import overlap
+from pgraph.pipeline import Options, compile_program, plan_program
 from pgraph.plan.races import SpmdOverlapPass
 from tests.conftest import HEAD_SPEC, SPECS
 
@@ -67,8 +68,16 @@ def test_million_block_grid_is_pg031(tmp_path: Path) -> None:
 
 
 def test_100k_block_attention_grid_is_pg031(tmp_path: Path) -> None:
-    """fa_fused with 100,000 blocks: 55 s and 1.6 GB before the guard; now stopped before expanding."""
+    """fa_fused with 100,000 blocks: 55 s and 1.6 GB before the guard; now stopped before expanding.
+
+    As written (sync_start) the grid is PG113 first: 100,000 blocks cannot start together on
+    24 clusters. Without sync_start the expansion guard stops it.
+    """
     spec = mutant(tmp_path, "decode_layer.pgl", "fa_fused[b in 0..PA_DEFAULT_BLOCK_DIM]", "fa_fused[b in 0..100000]")
+    code, diags = plan_json(spec)
+    assert code == 1 and [d["code"] for d in diags] == ["PG113"]
+    assert "'fa_fused' has 100000 blocks but only 24 clusters can start together" in str(diags[0]["message"])
+    spec.write_text(spec.read_text().replace("fa_fused[b in 0..100000] sync_start", "fa_fused[b in 0..100000]"))
     code, diags = plan_json(spec)
     assert code == 1 and [d["code"] for d in diags] == ["PG031"]
     # the per-layer slab check of k_cache cannot afford 100,000 blocks x 40 layers, so the layer
@@ -83,9 +92,7 @@ def test_guard_admits_the_real_program_fully_expanded() -> None:
     program = compile_program(HEAD_SPEC, Options(), bag)
     assert program is not None
     for full in (False, True):
-        ex = Expander(program, bag, full=full)
-        assert sum(ex.dispatch_work(d) for d in program.dispatches) < MAX_EXPANSION_WORK
-        assert not ex.too_large()
+        assert sum(expansion_work(program, make_window(program, full)).values()) < MAX_EXPANSION_WORK
     assert not bag.items
 
 
@@ -101,7 +108,7 @@ def test_window_work_of_fa_fused_by_hand() -> None:
     # deps: q_proj (50 tiles), k_proj and v_proj (10 each), rms_recip, pa_tiling, attn_out_seed,
     # mlp_out_seed (`at`: 1 tile each) = 74 tiles scanned per task
     # one task per layer, 24 blocks, 3 layers expanded (L=0, L=1 for the other 39, L=39's bounds)
-    assert Expander(program, bag).dispatch_work(d) == 3 * (24 * (1 + 19 + 21) + 74) == 3174
+    assert dispatch_work(program, make_window(program, False), d) == 3 * (24 * (1 + 19 + 21) + 74) == 3174
 
 
 # ---- SpmdOverlapPass.first_clash: quadratic on large grids ---------------------------------

@@ -40,7 +40,7 @@ from pgraph.diagnostics import (
     render_json,
     render_text,
 )
-from pgraph.driver import Options, parse_define, plan_program
+from pgraph.pipeline import Options, parse_define, plan_program
 from tests.conftest import ROOT
 
 CORPUS = ROOT / "tests" / "diagnostics"

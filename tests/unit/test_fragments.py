@@ -17,12 +17,13 @@ from typing import Any
 import attrs
 import pytest
 
+from pgraph.backends.report import report_facts
 from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
-from pgraph.driver import Options, compile_program, plan_program
-from pgraph.ir.expr import free_vars
+from pgraph.expr import free_vars
+from pgraph.frontend import ast
+from pgraph.frontend.parser import parse_source
+from pgraph.pipeline import Options, compile_program, plan_program
 from pgraph.source import SourceFile, Span
-from pgraph.syntax import ast
-from pgraph.syntax.parser import parse_source
 from tests.conftest import HEAD_SPEC, SPECS, VARIANT_762
 
 # ---- an independent, textual expansion -------------------------------------------------------
@@ -227,7 +228,7 @@ entry main {
     assert next(d for d in program.dispatches if d.name == "done").phase == "work"
     plan, bag = plan_program(path)
     assert plan is not None and not errors(bag)
-    assert plan.facts["per_layer"]["tasks"] == 2 and plan.facts["summary"]["tasks"] == 1 + 4 * 2
+    assert report_facts(plan)["per_layer"]["tasks"] == 2 and report_facts(plan)["summary"]["tasks"] == 1 + 4 * 2
 
 
 def test_a_fragment_may_be_declared_after_its_use_and_may_be_empty(tmp_path: Path) -> None:

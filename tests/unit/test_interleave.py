@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pgraph.cli import main
-from pgraph.driver import Options, plan_program
+from pgraph.pipeline import Options, plan_program
 
 PRELUDE = """\
 const R = 8

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from pgraph.backends.report import report_facts
 from pgraph.diagnostics import DiagnosticBag, Severity
-from pgraph.driver import Options, plan_program
+from pgraph.frontend import ast
+from pgraph.frontend.parser import parse_source
+from pgraph.pipeline import Options, plan_program
 from pgraph.source import SourceFile
-from pgraph.syntax import ast
-from pgraph.syntax.parser import parse_source
 from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "language.md"
@@ -98,7 +99,7 @@ def test_complete_example_plans(block: tuple[int, str, str, str], tmp_path: Path
     errors = [f"{d.code} {d.message}" for d in bag.items if d.level is Severity.ERROR]
     assert plan is not None and not errors, f"docs/language.md:{line}: {errors}"
     for key, want in _expected(text).items():
-        got = plan.facts[key]
+        got = report_facts(plan)[key]
         assert got is not None, f"docs/language.md:{line}: no {key}"
         assert {k: got[k] for k in want} == want, f"docs/language.md:{line}: {key}"
 

@@ -17,14 +17,13 @@ from pgraph.backends.numpy.orders import consumer_first_order, producer_last_ord
 from pgraph.backends.numpy.runner import Session, max_diff
 from pgraph.backends.numpy.storage import KernelFault
 from pgraph.cli import main
-from pgraph.driver import Options
-from tests.conftest import HEAD_SPEC, VARIANT_762, plan_ok
+from pgraph.pipeline import Options
+from tests.conftest import HEAD_SPEC, VARIANT_762, numpy_session, plan_ok
 
 
 @pytest.fixture(scope="module")
 def head_small() -> Session:
-    session, bag = Session.create(HEAD_SPEC, Options(config="small", layers=2), seed=1234)
-    assert session is not None, [d.message for d in bag.items]
+    session = numpy_session(HEAD_SPEC, Options(config="small", layers=2), seed=1234)
     return session
 
 
@@ -83,8 +82,7 @@ def test_cli_run_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_pad_rows_need_attn_out_seed() -> None:
-    session, _ = Session.create(HEAD_SPEC, Options(config="small", layers=1), batch=5)
-    assert session is not None
+    session = numpy_session(HEAD_SPEC, Options(config="small", layers=1), batch=5)
     ig = session.plan.graph
     lab = {i.label: i.id for i in ig.instances}
     seed, fa = lab["attn_out_seed@L=0"], lab["fa_fused@L=0"]

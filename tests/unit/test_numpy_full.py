@@ -15,8 +15,8 @@ import resource
 import pytest
 
 from pgraph.backends.numpy.runner import Execution, Session
-from pgraph.driver import Options
-from tests.conftest import HEAD_SPEC
+from pgraph.pipeline import Options
+from tests.conftest import HEAD_SPEC, numpy_session
 
 pytestmark = pytest.mark.full
 
@@ -32,8 +32,7 @@ _RUNS: dict[int, tuple[Session, Execution]] = {}
 
 def _run(layers: int) -> tuple[Session, Execution]:
     if layers not in _RUNS:
-        session, bag = Session.create(HEAD_SPEC, Options(config="full", layers=layers))
-        assert session is not None, [d.message for d in bag.items]
+        session = numpy_session(HEAD_SPEC, Options(config="full", layers=layers))
         g = session.inputs.geometry
         assert (g.hidden, g.intermediate, g.num_heads, g.num_kv_heads, g.batch_pad) == (5120, 17408, 40, 8, 16)
         _RUNS.clear()  # keep one full-size session in memory at a time

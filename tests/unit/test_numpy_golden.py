@@ -12,9 +12,8 @@ import pytest
 from pgraph.backends.numpy.compare import compare
 from pgraph.backends.numpy.golden import golden_decode
 from pgraph.backends.numpy.inputs import make_inputs
-from pgraph.backends.numpy.runner import Session
-from pgraph.driver import Options
-from tests.conftest import HEAD_SPEC, plan_ok
+from pgraph.pipeline import Options
+from tests.conftest import HEAD_SPEC, numpy_session, plan_ok
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -115,8 +114,7 @@ def test_attention_of_one_row_by_explicit_loops(small_program) -> None:
 
 
 def test_executor_intermediates_match_the_reference() -> None:
-    session, bag = Session.create(HEAD_SPEC, Options(config="small", layers=2), seed=21, batch=11)
-    assert session is not None, [d.message for d in bag.items]
+    session = numpy_session(HEAD_SPEC, Options(config="small", layers=2), seed=21, batch=11)
     ex = session.execute("random", seed=3, keep_buffers=True)
     assert ex.ok, ex.comparison
     buf = ex.buffers

@@ -18,10 +18,9 @@ from __future__ import annotations
 import pytest
 
 from pgraph.backends.numpy.mutation import layer0_edges, sweep, without_edge
-from pgraph.backends.numpy.runner import Session
-from pgraph.driver import Options
+from pgraph.pipeline import Options
 from pgraph.plan.races import find_races
-from tests.conftest import HEAD_SPEC, REDUNDANT_LAYER0
+from tests.conftest import HEAD_SPEC, REDUNDANT_LAYER0, numpy_session
 
 CHUNKS = 12
 
@@ -34,8 +33,7 @@ def _needed(plan, u: int, v: int) -> bool:
 
 @pytest.fixture(scope="module")
 def setup():
-    session, bag = Session.create(HEAD_SPEC, Options(config="small", layers=2), batch=14)
-    assert session is not None, [d.message for d in bag.items]
+    session = numpy_session(HEAD_SPEC, Options(config="small", layers=2), batch=14)
     edges = layer0_edges(session.plan)
     needed = {e: _needed(session.plan, *e) for e in edges}
     return session, edges, needed

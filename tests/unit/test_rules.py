@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from pgraph.backends.report import report_facts
 from pgraph.diagnostics import Severity
-from pgraph.driver import Options, plan_program
+from pgraph.pipeline import Options, plan_program
 from tests.conftest import HEAD_SPEC, SPECS, VARIANT_762, plan_ok
 
 
@@ -31,13 +32,13 @@ def v762():
 
 
 def _states(plan) -> dict[str, str]:
-    return {r["dispatch"]: r["state"] for r in plan.facts["early_dispatch"]}
+    return {r["dispatch"]: r["state"] for r in report_facts(plan)["early_dispatch"]}
 
 
 def test_real_specs_have_no_errors(head, v762) -> None:
     for plan in (head, v762):
         assert not plan.bag.has_errors
-        assert plan.facts["races"] == 0
+        assert report_facts(plan)["races"] == 0
 
 
 def test_head_early_dispatch_table(head) -> None:
@@ -46,7 +47,7 @@ def test_head_early_dispatch_table(head) -> None:
     for name in ("q_proj", "fa_fused", "out_proj.direct", "gate_proj.critical", "up_proj.critical", "dcr_xgamma"):
         assert s[name] == "candidate", name
     # ineligible, with the unflagged producer that blocks each (§2.2/§2.4 AER column; §7.1, §7.3)
-    blocked = {r["dispatch"]: set(r["blocked_by"]) for r in head.facts["early_dispatch"]}
+    blocked = {r["dispatch"]: set(r["blocked_by"]) for r in report_facts(head)["early_dispatch"]}
     expected = {
         "rms_recip": {"seed_dummy"}, "kv_seed": {"seed_dummy"}, "mlp_out_seed": {"seed_dummy"},
         "k_proj": {"kv_seed"}, "v_proj": {"kv_seed"},
@@ -77,7 +78,7 @@ def test_head_seed_dummy_is_the_evict_idiom(head) -> None:
 def test_762_fa_fused_blocked_by_rope_and_idle_flags(v762) -> None:
     s = _states(v762)
     assert s["fa_fused"] == "ineligible"
-    blocked = {r["dispatch"]: set(r["blocked_by"]) for r in v762.facts["early_dispatch"]}
+    blocked = {r["dispatch"]: set(r["blocked_by"]) for r in report_facts(v762)["early_dispatch"]}
     assert blocked["fa_fused"] == {"rope_qkv"}
     # §7.4: at T1 fa_fused is ineligible (rope_qkv is unflagged). By the §2.3 edge list the
     # flagged pa_tiling, attn_out_seed and mlp_out_seed feed fa_fused and nothing else, so
@@ -87,29 +88,29 @@ def test_762_fa_fused_blocked_by_rope_and_idle_flags(v762) -> None:
 
 
 def test_head_ring_table_and_heap(head) -> None:
-    scopes = {(r["kind"], r["mode"]): r for r in head.facts["scopes"]}
+    scopes = {(r["kind"], r["mode"]): r for r in report_facts(head)["scopes"]}
     assert scopes[("entry", "auto")]["ring"] == 1
     body = scopes[("loop", "auto")]
     assert body["ring"] == 2 and body["allocations"] == 16
     # x_gamma0's manual scope sits in the entry (depth 1), so depth 2 and ring min(2, 3) = 2
-    entry_manual = [r for r in head.facts["scopes"] if r["mode"] == "manual" and r["depth"] == 2]
+    entry_manual = [r for r in report_facts(head)["scopes"] if r["mode"] == "manual" and r["depth"] == 2]
     assert len(entry_manual) == 1 and entry_manual[0]["ring"] == 2
-    layer_manual = [r for r in head.facts["scopes"] if r["mode"] == "manual" and r["depth"] == 3]
+    layer_manual = [r for r in report_facts(head)["scopes"] if r["mode"] == "manual" and r["depth"] == 3]
     assert len(layer_manual) == 1 and layer_manual[0]["ring"] == 3
     # §2.1: the 16 per-layer buffers, each rounded up to 1024 B (two [16,1] f32 buffers of 64 B -> 1024)
     sizes = [64, 327_680, 65_536, 65_536, 163_840, 163_840, 327_680, 1_114_112, 1_114_112, 327_680,
              327_680, 163_840, 64, 557_056, 327_680, 163_840]
     assert sum(math.ceil(b / 1024) * 1024 for b in sizes) == 5_212_160
     assert body["heap_bytes"] == 5_212_160
-    ring2 = next(r for r in head.facts["rings"] if r["ring"] == 2)
+    ring2 = next(r for r in report_facts(head)["rings"] if r["ring"] == 2)
     assert ring2["layer_heap"] == 5_212_160
     # dcr_xgamma is the one task of the layer body (ring 2); 265 - 1 + 12 submits sit on ring 3
-    ring3 = next(r for r in head.facts["rings"] if r["ring"] == 3)
+    ring3 = next(r for r in report_facts(head)["rings"] if r["ring"] == 3)
     assert ring3["layer_tasks"] == 265 - 1 + 12
 
 
 def test_critical_path_reports_the_broken_link(head) -> None:
-    cp = head.facts["critical_path"]
+    cp = report_facts(head)["critical_path"]
     assert cp["length_us"] > cp["per_layer_us"] > 0
     tasks = [s["task"] for s in cp["path"]]
     assert any(t.startswith("fa_fused") for t in tasks)
@@ -215,7 +216,7 @@ def test_auto_scope_infers_raw_but_not_war(tmp_path: Path) -> None:
     # RAW: the reader's In argument finds the writer's entry in the TensorMap -> inferred edge, no race
     plan, bag = _plan_text(tmp_path, "entry e { at w { call zero(x) } at r { call copy(x, y) } }")
     assert plan is not None and not _codes(bag, "PG100")
-    assert plan.facts["summary"]["inferred_edges"] == 1
+    assert report_facts(plan)["summary"]["inferred_edges"] == 1
     # WAR: the later writer (Out: OUTPUT_EXISTING, no lookup) is not ordered after the reader
     plan, bag = _plan_text(tmp_path, "entry e { at r { call copy(x, y) } at w { call zero(x) } }")
     races = _codes(bag, "PG100")
@@ -263,9 +264,9 @@ def test_cost_lines_override_the_table(tmp_path: Path) -> None:
     base = "entry e { manual scope { spmd a[i in 0..48] { call zero(x) } at b deps(a) { call copy(x, y) } } }"
     plan, _ = _plan_text(tmp_path, base)
     # 48 AIV blocks on 48 AIV cores: one wave of 5 (default aiv) + 5 = 10
-    assert plan is not None and plan.facts["critical_path"]["length_us"] == 10
+    assert plan is not None and report_facts(plan)["critical_path"]["length_us"] == 10
     plan, _ = _plan_text(tmp_path, "cost zero = 7\ncost aiv = 1\n" + base)
-    assert plan is not None and plan.facts["critical_path"]["length_us"] == 7 + 1
+    assert plan is not None and report_facts(plan)["critical_path"]["length_us"] == 7 + 1
 
 
 def test_scope_table_and_rings_use_the_target_output_align(tmp_path) -> None:
@@ -278,7 +279,7 @@ def test_scope_table_and_rings_use_the_target_output_align(tmp_path) -> None:
         prelude = f"target a2a3 {{ output_align = {align} }}\n" if align else ""
         spec.write_text(prelude + body, encoding="utf-8")
         plan = plan_ok(spec)
-        loop_body = next(r for r in plan.facts["scopes"] if r["kind"] == "loop")
+        loop_body = next(r for r in report_facts(plan)["scopes"] if r["kind"] == "loop")
         assert loop_body["heap_bytes"] == want
-        ring = next(r for r in plan.facts["rings"] if r["ring"] == loop_body["ring"])
+        ring = next(r for r in report_facts(plan)["rings"] if r["ring"] == loop_body["ring"])
         assert ring["layer_heap"] == want

@@ -13,9 +13,10 @@ import re
 import pytest
 
 from pgraph.diagnostics import DiagnosticBag, Severity
+from pgraph.frontend.parser import parse_source, parser
+from pgraph.frontend.syntax_errors import SYNTAX_EXAMPLES, example_error
 from pgraph.source import SourceFile
-from pgraph.syntax.parser import parse_source, parser
-from pgraph.syntax.syntax_errors import SYNTAX_EXAMPLES, edit_distance, example_error
+from pgraph.suggest import edit_distance
 
 CASES = [(i, text) for i, entry in enumerate(SYNTAX_EXAMPLES) for text in entry.examples]
 

@@ -1,6 +1,6 @@
 """Integer expressions as C++ (int64_t): simplification, value intervals and printing.
 
-The Program IR keeps regions, deps and scalar arguments as `pgraph.syntax.ast` expressions
+The Program IR keeps regions, deps and scalar arguments as `pgraph.expr` expressions
 of loop, task and block indices. The a2a3 backend prints them as C++ `int64_t` arithmetic.
 The language's `/` and `%` are floor division and modulo; C++ truncates toward zero, so
 plain `/` and `%` are printed only where interval analysis proves the numerator >= 0 and
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from pgraph.syntax.ast import BinOp, Expr, Func, Name, Neg, Not, Num
+from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, evaluate
 
 #: C++ precedence levels used to drop redundant parentheses (higher binds tighter).
 _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6,
@@ -70,14 +70,10 @@ def simplify(e: Expr) -> Expr:
     if isinstance(e, Func):
         args = tuple(simplify(a) for a in e.args)
         if all(isinstance(a, Num) for a in args):
-            from pgraph.ir.expr import evaluate
-
             return Num(evaluate(Func(e.name, args, e.span), {}), e.span)
         return Func(e.name, args, e.span)
     left, right = simplify(e.left), simplify(e.right)
     if isinstance(left, Num) and isinstance(right, Num):
-        from pgraph.ir.expr import evaluate
-
         return Num(evaluate(BinOp(e.op, left, right, e.span), {}), e.span)
     lz = isinstance(left, Num) and left.value == 0
     rz = isinstance(right, Num) and right.value == 0

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pgraph.ir import program as ir
+from pgraph.kinds import CarryKind, InternalError, Storage
 
 from .cexpr import CxxPrinter, Interval
 from .kernel_config import FuncIds
-from .layout import BackendError, Node, Path, build_tree, dispatch_path, is_reserved, plan_storage, unique
+from .layout import Node, Path, build_tree, dispatch_path, is_reserved, plan_storage, unique
 from .writer import Writer
 
 
@@ -37,16 +38,20 @@ class Context:
     def assign_names(self) -> None:
         """Function-wide names: `ext_<name>` for external tensors, the spec name otherwise."""
         for t in self.p.tensors.values():
-            if t.storage == "external":
+            if t.storage is Storage.EXTERNAL:
                 self.tensor_c[t.name] = unique(f"ext_{t.name}", self.names)
         for s in self.p.scalars.values():
             self.scalar_c[s.name] = unique(s.name, self.names)
         for t in self.p.tensors.values():
-            if t.storage != "external":
+            if t.storage is not Storage.EXTERNAL:
                 self.tensor_c[t.name] = unique(t.name, self.names)
         for c in self.p.carries.values():
-            if c.kind == "tensor":
+            if c.kind is CarryKind.TENSOR:
                 self.tensor_c[c.name] = unique(c.name, self.names)
+
+    def declared(self, name: str) -> None:
+        """Remember that the last written line declares `name` (see Emitter.mark_unused)."""
+        self.decls.append((len(self.w.lines) - 1, name))
 
     def var(self, name: str) -> str:
         """The C++ name of a loop/task/block index variable (same spec name, same C++ name)."""
@@ -86,18 +91,18 @@ class Context:
             path = dispatch_path(self.p, d)
         if decl is None or (path is not None and path[:len(decl)] != decl):
             where = f"{d.span.location()}: '{d.name}'" if d is not None else "a loop carry"
-            raise BackendError(f"{where} uses tensor '{name}' outside the scope that allocates it; "
-                               "declare the tensor in a scope enclosing every use")
+            raise InternalError(f"{where} uses tensor '{name}' outside the scope that allocates it "
+                                "(PG037 should have rejected it)")
         return self.tensor_c[name]
 
     def decl_path(self, name: str) -> Path | None:
         """The block path declaring a tensor's C++ name (None: a block that is never emitted)."""
         carry = self.p.carries.get(name)
-        if carry is not None and carry.kind == "tensor":
+        if carry is not None and carry.kind is CarryKind.TENSOR:
             lp = next(lp for lp in self.p.loops if carry in lp.carries)
             return self.loop_parent.get(lp.id)
         t = self.p.tensors[name]
-        if t.storage == "external" or t.scope is None:
+        if t.storage is Storage.EXTERNAL or t.scope is None:
             return ()
         return self.scope_paths.get(t.scope)
 

@@ -16,41 +16,46 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+from pgraph.expr import Expr, Name, Num
 from pgraph.ir import program as ir
-from pgraph.syntax.ast import Expr, Name, Num
+from pgraph.kinds import CarryKind, ScopeMode, Storage, TaskKind
 
 from .cexpr import FLOOR_HELPERS, add, mul, sub
+from .context import Context
 from .dtypes import DTYPES, spelling, verified
-from .layout import BackendError, Node, Path, is_single
+from .layout import Node, Path, is_single
 from .tasks import TaskEmitter, axis_range, tile_index
 from .writer import Writer
 
-#: pypto `kMaxAllocTensorsArgs`: create-infos per alloc_tensors call.
-ALLOC_BATCH = 16
-#: simpler: at most 5 dimensions per tensor (`data_type.h`).
-MAX_DIMS = 5
 
+class Emitter:
+    """Writes one entry's orchestration source; `render()` returns the file text.
 
-class Emitter(TaskEmitter):
-    """Writes one entry's orchestration source; `render()` returns the file text."""
+    The emission state lives in one Context `c` shared with the per-task TaskEmitter `tasks`.
+    """
+
+    def __init__(self, program: ir.Program, header: list[str]) -> None:
+        self.c = Context(program, header)
+        self.tasks = TaskEmitter(self.c)
+        self.ids = self.c.ids
 
     # ---- file ----
     def render(self) -> str:
         """The whole .cpp text."""
         body = self.entry_body()
         out = Writer()
-        for h in self.header:
+        for h in self.c.header:
             out.comment(h) if h else out.line("//")
         out.blank()
         for inc in ("<stddef.h>", "<stdint.h>", "<stdio.h>", '"pto_orchestration_api.h"'):
             out.line(f"#include {inc}")
         out.blank()
-        if any(p.uses_floor for p in self.printers):
+        if any(p.uses_floor for p in self.c.printers):
             out.lines.extend(FLOOR_HELPERS.rstrip("\n").split("\n"))
             out.blank()
         out.line('extern "C" {')
         out.lines.append("")
-        n_args = sum(1 for t in self.p.tensors.values() if t.storage == "external") + len(self.p.scalars)
+        n_args = sum(1 for t in self.c.p.tensors.values() if t.storage is Storage.EXTERNAL) + len(self.c.p.scalars)
         out.line('__attribute__((visibility("default")))')
         with out.block("PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs& orch_args)"):
             out.line("(void)orch_args;")
@@ -69,43 +74,39 @@ class Emitter(TaskEmitter):
     def bindings(self, body: list[str]) -> list[str]:
         w = Writer(level=1)
         text = "\n".join(body)
-        externals = [t for t in self.p.tensors.values() if t.storage == "external"]
+        externals = [t for t in self.c.p.tensors.values() if t.storage is Storage.EXTERNAL]
         unused = []
         if externals:
             w.comment("External tensors")
         for t in externals:
-            c = self.tensor_c[t.name]
+            c = self.c.tensor_c[t.name]
             w.line(f"const ChipTensor& {c} = orch_args.tensor({t.arg_index}).ref();")
             if not re.search(rf"\b{c}\b", text):
                 unused.append(c)
-        if self.p.scalars:
+        if self.c.p.scalars:
             w.comment("Scalars")
-        for s in self.p.scalars.values():
-            c = self.scalar_c[s.name]
+        for s in self.c.p.scalars.values():
+            c = self.c.scalar_c[s.name]
             ctype = DTYPES[s.dtype].ctype
             w.line(f"{ctype} {c} = from_u64<{ctype}>(orch_args.scalar({s.arg_index}));")
             if not re.search(rf"\b{c}\b", text):
                 unused.append(c)
         for c in unused:
             w.line(f"(void){c};")
-        views = [t for t in self.p.tensors.values() if t.storage == "view" and t.scope is None]
+        views = [t for t in self.c.p.tensors.values() if t.storage is Storage.VIEW and t.scope is None]
         for t in views:
             self.view_decl(t, w)
-            if not re.search(rf"\b{self.tensor_c[t.name]}\b", text):
-                w.line(f"(void){self.tensor_c[t.name]};")
+            if not re.search(rf"\b{self.c.tensor_c[t.name]}\b", text):
+                w.line(f"(void){self.c.tensor_c[t.name]};")
         w.blank()
         return w.lines
 
     def entry_body(self) -> list[str]:
-        s = self.p.scopes[0]
-        self.w.comment(f"entry scope: depth {s.depth}, ring {s.ring}")
-        with self.w.block("PTO2_SCOPE()"):
-            self.scope_body(self.tree, (("scope", 0),))
-        return self.mark_unused(self.w.lines)
-
-    def declared(self, name: str) -> None:
-        """Remember that the last written line declares `name` (see mark_unused)."""
-        self.decls.append((len(self.w.lines) - 1, name))
+        s = self.c.p.scopes[0]
+        self.c.w.comment(f"entry scope: depth {s.depth}, ring {s.ring}")
+        with self.c.w.block("PTO2_SCOPE()"):
+            self.scope_body(self.c.tree, (("scope", 0),))
+        return self.mark_unused(self.c.w.lines)
 
     def mark_unused(self, lines: list[str]) -> list[str]:
         """`(void)name;` after declarations nothing reads (-Wall: unused / set-but-unused variable).
@@ -114,7 +115,7 @@ class Emitter(TaskEmitter):
         tensor carry may be written but never read; assignments `name = ...;` are not reads.
         """
         out = list(lines)
-        for idx, name in sorted(self.decls, reverse=True):
+        for idx, name in sorted(self.c.decls, reverse=True):
             word = re.compile(rf"\b{re.escape(name)}\b")
             assign = re.compile(rf"^\s*{re.escape(name)}(\[[^\]]*\])? = ")
             if any(word.search(ln) and not assign.match(ln) for i, ln in enumerate(lines) if i != idx):
@@ -127,9 +128,9 @@ class Emitter(TaskEmitter):
     def scope_body(self, node: Node, path: Path) -> None:
         sid = node.num
         self.allocations(sid)
-        for t in self.p.tensors.values():
-            if t.storage == "view" and t.scope == sid:
-                self.view_decl(t, self.w)
+        for t in self.c.p.tensors.values():
+            if t.storage is Storage.VIEW and t.scope == sid:
+                self.view_decl(t, self.c.w)
         self.children(node, path)
 
     def children(self, node: Node, path: Path) -> None:
@@ -140,93 +141,93 @@ class Emitter(TaskEmitter):
             child = kids[i]
             i += 1
             if child.kind == "dispatch":
-                d = self.p.dispatch(child.name)
+                d = self.c.p.dispatch(child.name)
                 if d.phase and d.phase != phase:
-                    self.w.blank()
-                    self.w.comment(f"---- phase {d.phase} ----")
+                    self.c.w.blank()
+                    self.c.w.comment(f"---- phase {d.phase} ----")
                 phase = d.phase
                 self.declare_storage(path, child.key)
                 if d.interleave is None:
-                    self.emit_dispatch(d)
+                    self.tasks.emit_dispatch(d)
                     continue
                 members = [d]
                 while (i < len(kids) and kids[i].kind == "dispatch"
-                       and self.p.dispatch(kids[i].name).interleave == d.interleave):
+                       and self.c.p.dispatch(kids[i].name).interleave == d.interleave):
                     self.declare_storage(path, kids[i].key)
-                    members.append(self.p.dispatch(kids[i].name))
+                    members.append(self.c.p.dispatch(kids[i].name))
                     i += 1
                 for group in ir.interleave_groups(members):
-                    self.emit_interleaved(group)
+                    self.tasks.emit_interleaved(group)
                 phase = members[-1].phase
                 continue
             self.declare_storage(path, child.key)
             if child.kind == "scope":
                 phase = None
-                s = self.p.scopes[child.num]
-                self.w.blank()
+                s = self.c.p.scopes[child.num]
+                self.c.w.blank()
                 where = f"{PurePath(s.span.filename).name}:{s.span.line}"
-                self.w.comment(f"{s.mode} scope ({where}): depth {s.depth}, ring {s.ring}")
-                header = "PTO2_SCOPE(PTO2ScopeMode::MANUAL)" if s.mode == "manual" else "PTO2_SCOPE()"
-                with self.w.block(header):
+                self.c.w.comment(f"{s.mode} scope ({where}): depth {s.depth}, ring {s.ring}")
+                header = "PTO2_SCOPE(PTO2ScopeMode::MANUAL)" if s.mode is ScopeMode.MANUAL else "PTO2_SCOPE()"
+                with self.c.w.block(header):
                     self.scope_body(child, (*path, child.key))
             else:
                 phase = None
                 self.loop(child, path)
 
     def loop(self, node: Node, path: Path) -> None:
-        lp = self.p.loops[node.num]
+        lp = self.c.p.loops[node.num]
         a = lp.axis
-        v = self.var(a.var)
-        self.w.blank()
+        v = self.c.var(a.var)
+        self.c.w.blank()
         per = "one PTO2_SCOPE per iteration" if lp.body_scope is not None else "no scope of its own"
-        self.w.comment(f"for {a.var} in {a.lo}..{a.hi} ({per})")
+        self.c.w.comment(f"for {a.var} in {a.lo}..{a.hi} ({per})")
         for c in lp.carries:
-            if c.kind == "tensor":
-                init = self.tensor_ref(c.init, path=path)
-                self.w.line(f"ChipTensor {self.tensor_c[c.name]} = {init};")
-                self.declared(self.tensor_c[c.name])
+            if c.kind is CarryKind.TENSOR:
+                init = self.c.tensor_ref(c.init, path=path)
+                self.c.w.line(f"ChipTensor {self.c.tensor_c[c.name]} = {init};")
+                self.c.declared(self.c.tensor_c[c.name])
         inner: Path = (*path, node.key)
-        with self.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
+        with self.c.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
             if lp.body_scope is None:
                 self.children(node, inner)
                 self.carry_updates(lp, inner)
                 return
             body = node.children[0]
-            s = self.p.scopes[lp.body_scope]
-            self.w.comment(f"loop body scope: depth {s.depth}, ring {s.ring}")
-            with self.w.block("PTO2_SCOPE()"):
+            s = self.c.p.scopes[lp.body_scope]
+            self.c.w.comment(f"loop body scope: depth {s.depth}, ring {s.ring}")
+            with self.c.w.block("PTO2_SCOPE()"):
                 self.scope_body(body, (*inner, body.key))
                 self.carry_updates(lp, (*inner, body.key))
 
     def carry_updates(self, lp: ir.Loop, path: Path) -> None:
         if not lp.carries:
             return
-        self.w.blank()
-        self.w.comment("loop carries for the next iteration")
+        self.c.w.blank()
+        self.c.w.comment("loop carries for the next iteration")
         for c in lp.carries:
-            if c.kind == "tensor":
-                self.w.line(f"{self.tensor_c[c.name]} = {self.tensor_ref(c.next, path=path)};")
-            elif c.name in self.carry_store:
-                self.copy_slots(self.carry_store[c.name].cname, self.carry_store[c.name].size, c.next)
+            if c.kind is CarryKind.TENSOR:
+                self.c.w.line(f"{self.c.tensor_c[c.name]} = {self.c.tensor_ref(c.next, path=path)};")
+            elif c.name in self.c.carry_store:
+                self.copy_slots(self.c.carry_store[c.name].cname, self.c.carry_store[c.name].size, c.next)
 
     def copy_slots(self, dst: str, size: int, src_tileset: str) -> None:
         """dst[i] = one TaskId per task of `src_tileset`; slots past its task count become invalid."""
-        src = self.storage[src_tileset]
-        ts = self.p.tilesets[src_tileset]
+        src = self.c.storage[src_tileset]
+        ts = self.c.p.tilesets[src_tileset]
         if is_single(ts):
-            self.w.line(f"{dst}[0] = {src.cname if src.kind == 'local' else src.cname + '[0]'};")
+            self.c.w.line(f"{dst}[0] = {src.cname if src.kind == 'local' else src.cname + '[0]'};")
             count = 1
-        elif ts.kind != "tiles":
-            self.w.line(f"for (int64_t i = 0; i < {src.size}; ++i) {dst}[i] = {src.cname}[i];")
+        elif ts.kind is not TaskKind.TILES:
+            self.c.w.line(f"for (int64_t i = 0; i < {src.size}; ++i) {dst}[i] = {src.cname}[i];")
             count = src.size
         else:
             count = 0
             for dn in ts.dispatches:
-                d = self.p.dispatch(dn)
+                d = self.c.p.dispatch(dn)
                 self.copy_wave_tasks(dst, count, src.cname, ts, d)
                 count += d.task_count
         if size > count:
-            self.w.line(f"for (int64_t i = {count}; i < {size}; ++i) {dst}[i] = PTO2TaskId::invalid();")
+            self.c.w.line(f"for (int64_t i = {count}; i < {size}; ++i) {dst}[i] = PTO2TaskId::invalid();")
 
     def copy_wave_tasks(self, dst: str, base: int, src: str, ts: ir.TileSet, d: ir.Dispatch) -> None:
         """One slot per task of wave `d`: its first tile (block indices at their lower bounds)."""
@@ -239,80 +240,75 @@ class Emitter(TaskEmitter):
         for a in reversed(d.task_axes):
             flat = add(mul(sub(Name(a.var, a.span), Num(a.lo, a.span)), Num(stride, a.span)), flat)
             stride *= a.size
-        pr = self.printer({a.var: axis_range(a) for a in d.task_axes})
+        pr = self.c.printer({a.var: axis_range(a) for a in d.task_axes})
         for a in d.task_axes:
-            v = self.var(a.var)
-            self.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
-            self.w.level += 1
-        self.w.line(f"{dst}[{pr(flat)}] = {src}[{pr(tile_index(ts, coords))}];")
+            v = self.c.var(a.var)
+            self.c.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
+            self.c.w.level += 1
+        self.c.w.line(f"{dst}[{pr(flat)}] = {src}[{pr(tile_index(ts, coords))}];")
         for _ in d.task_axes:
-            self.w.level -= 1
-            self.w.line("}")
+            self.c.w.level -= 1
+            self.c.w.line("}")
 
     def declare_storage(self, path: Path, before: tuple[str, object]) -> None:
-        for st in self.storage.values():
+        for st in self.c.storage.values():
             if st.kind == "array" and st.home == path and st.before == before:
-                self.w.blank()
-                self.w.comment(f"TaskIds of {st.name}: one slot per tile")
+                self.c.w.blank()
+                self.c.w.comment(f"TaskIds of {st.name}: one slot per tile")
                 self.declare_array(st.cname, st.size)
-        for name, st in self.carry_store.items():
+        for name, st in self.c.carry_store.items():
             if st.home == path and st.before == before:
-                lp = next(lp for lp in self.p.loops if any(c.name == name for c in lp.carries))
+                lp = next(lp for lp in self.c.p.loops if any(c.name == name for c in lp.carries))
                 c = next(c for c in lp.carries if c.name == name)
-                self.w.blank()
-                self.w.comment(f"carry {name}: {c.init} before the loop, then {c.next} of the previous iteration")
-                self.w.line(f"PTO2TaskId {st.cname}[{st.size}];")
-                self.declared(st.cname)
+                self.c.w.blank()
+                self.c.w.comment(f"carry {name}: {c.init} before the loop, then {c.next} of the previous iteration")
+                self.c.w.line(f"PTO2TaskId {st.cname}[{st.size}];")
+                self.c.declared(st.cname)
                 self.copy_slots(st.cname, st.size, c.init)
 
     def declare_array(self, cname: str, size: int) -> None:
         if size == 1:
-            self.w.line(f"PTO2TaskId {cname}[1] = {{PTO2TaskId::invalid()}};")
+            self.c.w.line(f"PTO2TaskId {cname}[1] = {{PTO2TaskId::invalid()}};")
             return
-        self.w.line(f"PTO2TaskId {cname}[{size}];")
-        self.w.line(f"for (int64_t i = 0; i < {size}; ++i) {cname}[i] = PTO2TaskId::invalid();")
+        self.c.w.line(f"PTO2TaskId {cname}[{size}];")
+        self.c.w.line(f"for (int64_t i = 0; i < {size}; ++i) {cname}[i] = PTO2TaskId::invalid();")
 
     # ---- tensors ----
     def allocations(self, sid: int) -> None:
-        tensors = [t for t in self.p.tensors.values() if t.storage == "alloc" and t.scope == sid]
+        tensors = [t for t in self.c.p.tensors.values() if t.storage is Storage.ALLOC and t.scope == sid]
         if not tensors:
             return
-        s = self.p.scopes[sid]
-        self.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}")
-        for i in range(0, len(tensors), ALLOC_BATCH):
-            group = tensors[i:i + ALLOC_BATCH]
+        s = self.c.p.scopes[sid]
+        self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}")
+        batch = self.c.p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
+        for i in range(0, len(tensors), batch):
+            group = tensors[i:i + batch]
             cis = []
             for t in group:
-                if len(t.shape) > MAX_DIMS:
-                    raise BackendError(f"{t.span.location()}: tensor '{t.name}' has {len(t.shape)} dimensions; "
-                                       f"the runtime allows {MAX_DIMS}")
-                if any(not 0 < x < 2**32 for x in t.shape):
-                    raise BackendError(f"{t.span.location()}: tensor '{t.name}' has shape {list(t.shape)}; "
-                                       "TensorCreateInfo takes uint32_t dimensions >= 1")
-                c = self.tensor_c[t.name]
-                ci = self.unique_name(f"{c}_ci")
+                c = self.c.tensor_c[t.name]
+                ci = self.c.unique_name(f"{c}_ci")
                 dims = ", ".join(str(x) for x in t.shape)
                 note = "" if verified(t.dtype) else "  // unverified DataType spelling"
-                self.w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{dims}}};")
-                self.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});{note}")
+                self.c.w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{dims}}};")
+                self.c.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});{note}")
                 cis.append(ci)
-            k = self.alloc_counter
-            self.alloc_counter += 1
-            self.w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(cis)});")
+            k = self.c.alloc_counter
+            self.c.alloc_counter += 1
+            self.c.w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(cis)});")
             for j, t in enumerate(group):
-                self.w.line(f"const ChipTensor& {self.tensor_c[t.name]} = alloc_{k}.get_ref({j});")
-                self.declared(self.tensor_c[t.name])
-        self.w.blank()
+                self.c.w.line(f"const ChipTensor& {self.c.tensor_c[t.name]} = alloc_{k}.get_ref({j});")
+                self.c.declared(self.c.tensor_c[t.name])
+        self.c.w.blank()
 
     def view_decl(self, t: ir.Tensor, w: Writer) -> None:
         assert t.base is not None
-        c = self.tensor_c[t.name]
+        c = self.c.tensor_c[t.name]
         dims = ", ".join(str(x) for x in t.shape)
         w.line(f"uint32_t {c}_shapes[{len(t.shape)}] = {{{dims}}};")
-        w.line(f"ChipTensor {c} = {self.tensor_c[t.base]}.reshape({c}_shapes, {len(t.shape)});")
-        if w is self.w:
-            self.declared(c)
-        self.names.add(f"{c}_shapes")
+        w.line(f"ChipTensor {c} = {self.c.tensor_c[t.base]}.reshape({c}_shapes, {len(t.shape)});")
+        if w is self.c.w:
+            self.c.declared(c)
+        self.c.names.add(f"{c}_shapes")
 
 
 def spec_display(path: str) -> str:

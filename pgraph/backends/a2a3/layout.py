@@ -26,13 +26,10 @@ import re
 import attrs
 
 from pgraph.ir import program as ir
+from pgraph.kinds import CarryKind, DepKind, InternalError, ScopeKind, TaskKind
 
 Key = tuple[str, int | str]
 Path = tuple[Key, ...]
-
-
-class BackendError(Exception):
-    """The spec is valid for the planner but cannot be emitted for a2a3 (message says why)."""
 
 
 @attrs.define
@@ -66,7 +63,7 @@ def dispatch_path(p: ir.Program, d: ir.Dispatch) -> Path:
     out: list[Key] = []
     for sid in reversed(p.ancestors(d.scope)):
         s = p.scopes[sid]
-        if s.kind == "loop" and s.loop is not None:
+        if s.kind is ScopeKind.LOOP and s.loop is not None:
             out.append(("loop", s.loop))
         out.append(("scope", sid))
     for lid in d.loops:
@@ -81,7 +78,7 @@ def build_tree(p: ir.Program) -> Node:
     for d in p.dispatches:
         path = dispatch_path(p, d)
         if not path or path[0] != ("scope", 0):
-            raise BackendError(f"dispatch '{d.name}' is not inside the entry scope")
+            raise InternalError(f"dispatch '{d.name}' is not inside the entry scope")
         node = root
         for key in path[1:]:
             if node.children and node.children[-1].key == key:
@@ -124,7 +121,7 @@ class Storage:
 
 def is_single(ts: ir.TileSet) -> bool:
     """One TaskId for the whole tile set: `at`, `spmd`, or a dummy without an index."""
-    return ts.kind in ("at", "spmd") or not ts.axes
+    return ts.kind in (TaskKind.AT, TaskKind.SPMD) or not ts.axes
 
 
 def tile_count(ts: ir.TileSet) -> int:
@@ -171,7 +168,7 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
     consumers: dict[str, list[Path]] = {}
     for d in p.dispatches:
         for dep in d.deps:
-            if dep.kind == "tiles":
+            if dep.kind is DepKind.TILES:
                 consumers.setdefault(dep.target, []).append(paths[d.name])
     carries: dict[str, Storage] = {}
     for lp in p.loops:
@@ -179,7 +176,7 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
         if parent is None:
             continue
         for c in lp.carries:
-            if c.kind != "task":
+            if c.kind is not CarryKind.TASK:
                 continue
             consumers.setdefault(c.init, []).append(parent)
             consumers.setdefault(c.next, []).append(_body_path(p, lp, parent))
@@ -196,7 +193,7 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
         local = is_single(ts) and all(u[:len(producer_paths[0])] == producer_paths[0] for u in uses)
         if local:
             home = producer_paths[0]
-            valid = (first.kind != "dummy" or not first.deps) and not (first.kind == "spmd" and first.block_count == 0)
+            valid = (first.kind is not TaskKind.DUMMY or not first.deps) and not (first.kind is TaskKind.SPMD and first.block_count == 0)
             out[name] = Storage(name, "local", unique(f"{name}_tid", names), 1, home, ("dispatch", first.name), valid)
             continue
         home = common_prefix([*producer_paths, *uses])

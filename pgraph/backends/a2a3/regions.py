@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 import attrs
 
+from pgraph.expr import BinOp, Expr, Num, compile_expr, free_vars, substitute
 from pgraph.ir import program as ir
-from pgraph.ir.expr import compile_expr, free_vars, substitute
+from pgraph.kinds import CarryKind, DimKind
 from pgraph.source import Span
-from pgraph.syntax.ast import BinOp, Expr, Num
 
 from .cexpr import simplify, sub
 
@@ -60,7 +60,7 @@ class ArgView:
 def region_shape(p: ir.Program, name: str) -> tuple[int, ...]:
     """Shape of a tensor or of a tensor carry alias."""
     carry = p.carries.get(name)
-    if carry is not None and carry.kind == "tensor":
+    if carry is not None and carry.kind is CarryKind.TENSOR:
         return p.tensors[carry.init].shape
     return p.tensors[name].shape
 
@@ -77,23 +77,23 @@ def _values(axes: list[ir.IAxis]) -> Iterator[dict[str, int]]:
 
 def _bounds(dim: ir.Dim, n: int, span: Span) -> tuple[Expr, Expr]:
     """(lo, hi) expressions of one region dimension (hi exclusive)."""
-    if dim.kind == "all":
+    if dim.kind is DimKind.ALL:
         return Num(0, span), Num(n, span)
     assert dim.a is not None
-    if dim.kind == "index":
+    if dim.kind is DimKind.INDEX:
         return dim.a, simplify(BinOp("+", dim.a, Num(1, dim.a.span), dim.a.span))
     assert dim.b is not None
-    if dim.kind == "extent":
+    if dim.kind is DimKind.EXTENT:
         return dim.a, simplify(BinOp("+", dim.a, dim.b, dim.a.span))
     return dim.a, dim.b
 
 
 def _size(dim: ir.Dim, n: int, lo: Expr, hi: Expr) -> Expr:
-    if dim.kind == "all":
+    if dim.kind is DimKind.ALL:
         return Num(n, lo.span)
-    if dim.kind == "index":
+    if dim.kind is DimKind.INDEX:
         return Num(1, lo.span)
-    if dim.kind == "extent":
+    if dim.kind is DimKind.EXTENT:
         assert dim.b is not None
         return simplify(dim.b)
     return sub(hi, lo)
@@ -108,11 +108,11 @@ def task_views(p: ir.Program, d: ir.Dispatch) -> list[ArgView]:
         if arg.region is None:
             continue
         shape = region_shape(p, arg.region.tensor)
-        dims_ir = arg.region.dims or tuple(ir.Dim("all", None, None) for _ in shape)
+        dims_ir = arg.region.dims or tuple(ir.Dim(DimKind.ALL, None, None) for _ in shape)
         dims = []
         for dim, n in zip(dims_ir, shape, strict=True):
             lo, hi = _bounds(dim, n, arg.span)
-            if dim.kind == "all" or not ((free_vars(lo) | free_vars(hi)) & block_vars):
+            if dim.kind is DimKind.ALL or not ((free_vars(lo) | free_vars(hi)) & block_vars):
                 dims.append(DimBox(simplify(lo), _size(dim, n, lo, hi)))
             else:
                 dims.append(_reduce_blocks(lo, hi, envs, list(d.block_axes)))

@@ -16,15 +16,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
+from pgraph.expr import Expr, Name, Num, compile_expr, free_vars, show
 from pgraph.ir import program as ir
-from pgraph.ir.expr import compile_expr, free_vars, show
-from pgraph.ir.instances import axis_values
-from pgraph.syntax.ast import Expr, Name, Num
+from pgraph.ir.queries import axis_values
+from pgraph.kinds import Core, DepKind, DimKind, InternalError, TaskKind
 
 from .cexpr import CxxPrinter, Interval, add, interval, mul, simplify, sub
 from .context import Context
 from .dtypes import scalar_ctype
-from .layout import BackendError, is_single
+from .layout import is_single
 from .regions import ArgView, env_space, task_views
 
 #: CoreTaskArgs method per parameter direction.
@@ -47,18 +47,21 @@ def axis_range(a: ir.IAxis) -> Interval:
     return Interval(a.lo, a.hi - 1)
 
 
-class TaskEmitter(Context):
-    """Per-task emission (the block emitter `Emitter` derives from it)."""
+class TaskEmitter:
+    """Per-task emission into the shared emission Context `c` (the block emitter `Emitter` owns both)."""
+
+    def __init__(self, c: Context) -> None:
+        self.c = c
 
     def emit_dispatch(self, d: ir.Dispatch) -> None:
         """A dispatch: a `for` nest over its task axes around one task block."""
-        ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.p, d)}
+        ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.c.p, d)}
         if not d.task_axes:
             self.emit_task(d, ranges)
             return
-        self.w.blank()
+        self.c.w.blank()
         space = ", ".join(f"{a.var} in {a.lo}..{a.hi}" for a in d.task_axes)
-        self.w.comment(f"{d.kind} {d.name}[{space}]: {d.task_count} task(s)")
+        self.c.w.comment(f"{d.kind} {d.name}[{space}]: {d.task_count} task(s)")
         self.open_task_loops(list(d.task_axes), 0, d, ranges)
 
     def emit_interleaved(self, group: list[ir.Dispatch]) -> None:
@@ -74,10 +77,10 @@ class TaskEmitter(Context):
             for d in group:
                 self.emit_dispatch(d)
             return
-        self.w.blank()
+        self.c.w.blank()
         space = ", ".join(f"{a.var} in {a.lo}..{a.hi}" for a in lead.task_axes)
         names = ", ".join(d.name for d in group)
-        self.w.comment(f"interleave {names} [{space}]: {len(group)} x {lead.task_count} task(s), "
+        self.c.w.comment(f"interleave {names} [{space}]: {len(group)} x {lead.task_count} task(s), "
                        "submitted index by index")
         self._interleave_loops(group, 0)
 
@@ -85,29 +88,29 @@ class TaskEmitter(Context):
         lead = group[0]
         if i < len(lead.task_axes):
             a = lead.task_axes[i]
-            v = self.var(a.var)
-            with self.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
+            v = self.c.var(a.var)
+            with self.c.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
                 self._interleave_loops(group, i + 1)
             return
         lead_vars = {a.var for a in lead.task_axes}
         for d in group:
-            ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.p, d)}
+            ranges = {lp_axis.var: axis_range(lp_axis) for lp_axis in env_space(self.c.p, d)}
             renamed = [(a, b) for a, b in zip(d.task_axes, lead.task_axes, strict=True) if a.var != b.var]
             if not renamed:
                 self.emit_task(d, ranges)
                 continue
-            with self.w.block(""):
-                targets = [(self.var(a.var), b.var) for a, b in renamed]
-                sources = {b.var: self.var(b.var) for _, b in renamed}
+            with self.c.w.block(""):
+                targets = [(self.c.var(a.var), b.var) for a, b in renamed]
+                sources = {b.var: self.c.var(b.var) for _, b in renamed}
                 if any(a.var in lead_vars for a, _ in renamed):   # e.g. q[b, c] against p[a, b]
-                    taken = set(self.var_c.values())
+                    taken = set(self.c.var_c.values())
                     for var in sorted(sources):
-                        tmp = self.local_name(f"{sources[var]}_loop", taken)
+                        tmp = self.c.local_name(f"{sources[var]}_loop", taken)
                         taken.add(tmp)
-                        self.w.line(f"const int64_t {tmp} = {sources[var]};")
+                        self.c.w.line(f"const int64_t {tmp} = {sources[var]};")
                         sources[var] = tmp
                 for target, var in targets:
-                    self.w.line(f"[[maybe_unused]] const int64_t {target} = {sources[var]};")
+                    self.c.w.line(f"[[maybe_unused]] const int64_t {target} = {sources[var]};")
                 self.emit_task(d, ranges)
 
     def open_task_loops(self, axes: list[ir.IAxis], i: int, d: ir.Dispatch,
@@ -116,44 +119,44 @@ class TaskEmitter(Context):
             self.emit_task(d, ranges)
             return
         a = axes[i]
-        v = self.var(a.var)
-        with self.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
+        v = self.c.var(a.var)
+        with self.c.w.block(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v})"):
             self.open_task_loops(axes, i + 1, d, ranges)
 
     # ---- one task ----
     def emit_task(self, d: ir.Dispatch, ranges: dict[str, Interval]) -> None:
-        if d.kind == "dummy":
+        if d.kind is TaskKind.DUMMY:
             self.emit_dummy(d, ranges)
             return
-        if d.kind == "spmd" and d.block_count == 0:
-            self.w.blank()
-            self.w.comment(f"Spmd {d.name}: an empty grid (0 blocks) submits nothing")
-            if d.tileset in self.storage:
+        if d.kind is TaskKind.SPMD and d.block_count == 0:
+            self.c.w.blank()
+            self.c.w.comment(f"Spmd {d.name}: an empty grid (0 blocks) submits nothing")
+            if d.tileset in self.c.storage:
                 self.capture(d, "PTO2TaskId::invalid()", ranges, declare=True)
             return
-        n = self.task_counter
-        self.task_counter += 1
+        n = self.c.task_counter
+        self.c.task_counter += 1
         assert d.kernel is not None
-        kernel = self.p.kernels[d.kernel]
-        fids = self.ids.ids(d.kernel)
+        kernel = self.c.p.kernels[d.kernel]
+        fids = self.c.ids.ids(d.kernel)
         pr = f"params_t{n}"
-        spmd = d.kind == "spmd"
-        self.w.blank()
+        spmd = d.kind is TaskKind.SPMD
+        self.c.w.blank()
         if spmd:
-            self.w.comment(f"Spmd {n}: {d.name} -> {kernel.name} ({d.block_count} blocks, {kernel.core})")
+            self.c.w.comment(f"Spmd {n}: {d.name} -> {kernel.name} ({d.block_count} blocks, {kernel.core})")
         else:
-            self.w.comment(f"Task {n}: {d.name} -> {kernel.name} ({kernel.core})")
-        self.w.line(f"CoreTaskArgs {pr};")
-        views = {v.param.name: v for v in task_views(self.p, d)}
+            self.c.w.comment(f"Task {n}: {d.name} -> {kernel.name} ({kernel.core})")
+        self.c.w.line(f"CoreTaskArgs {pr};")
+        views = {v.param.name: v for v in task_views(self.c.p, d)}
         for arg in d.args:
             if arg.region is not None:
                 ref = self.tensor_arg(views[arg.param.name], pr, d, ranges)
-                self.w.line(f"{pr}.{ADD_METHOD[arg.param.direction]}({ref});")
+                self.c.w.line(f"{pr}.{ADD_METHOD[arg.param.direction]}({ref});")
         for arg in d.args:
             if arg.scalar is not None:
-                self.w.line(f"{pr}.add_scalar({self.scalar_value(arg, ranges)});")
-        if kernel.core == "mix":
-            self.w.line(f"MixedKernels mixed_{n} = {{{fids[0]}, {fids[1]}, {fids[1]}}};")
+                self.c.w.line(f"{pr}.add_scalar({self.scalar_value(arg, ranges)});")
+        if kernel.core is Core.MIX:
+            self.c.w.line(f"MixedKernels mixed_{n} = {{{fids[0]}, {fids[1]}, {fids[1]}}};")
         if spmd:
             self.launch_lines(d, pr)
             self.deps_block(d, pr, ranges)
@@ -162,57 +165,57 @@ class TaskEmitter(Context):
             self.launch_lines(d, pr)
         call = {"aic": f"rt_submit_aic_task({fids[0]}, {pr})", "aiv": f"rt_submit_aiv_task({fids[0]}, {pr})",
                 "mix": f"rt_submit_task(mixed_{n}, {pr})"}[kernel.core]
-        st = self.storage.get(d.tileset)
+        st = self.c.storage.get(d.tileset)
         if st is None:
-            self.w.line(f"{call};")
+            self.c.w.line(f"{call};")
             return
         outs = f"task_{n}_outs"
-        self.w.line(f"TaskOutputTensors {outs} = {call};")
+        self.c.w.line(f"TaskOutputTensors {outs} = {call};")
         self.capture(d, f"{outs}.task_id()", ranges, declare=True)
 
     def launch_lines(self, d: ir.Dispatch, pr: str) -> None:
-        if d.kind == "spmd":
-            self.w.line(f"{pr}.launch_spec.set_block_num({d.block_count});")
+        if d.kind is TaskKind.SPMD:
+            self.c.w.line(f"{pr}.launch_spec.set_block_num({d.block_count});")
         if d.sync_start:
-            self.w.line(f"{pr}.launch_spec.set_require_sync_start(true);")
+            self.c.w.line(f"{pr}.launch_spec.set_require_sync_start(true);")
         if d.early:
-            self.w.line(f"{pr}.set_allow_early_resolve(true);")
+            self.c.w.line(f"{pr}.set_allow_early_resolve(true);")
 
     def emit_dummy(self, d: ir.Dispatch, ranges: dict[str, Interval]) -> None:
-        k = self.barrier_counter
-        self.barrier_counter += 1
+        k = self.c.barrier_counter
+        self.c.barrier_counter += 1
         pr = f"params_phase_fence_barrier_{k}"
         outs = f"phase_fence_barrier_{k}_outs"
-        self.w.blank()
-        self.w.comment(f"Phase-fence barrier {k}: dependency-only dummy task {d.name}")
-        self.w.line(f"CoreTaskArgs {pr};")
-        st = self.storage.get(d.tileset)
+        self.c.w.blank()
+        self.c.w.comment(f"Phase-fence barrier {k}: dependency-only dummy task {d.name}")
+        self.c.w.line(f"CoreTaskArgs {pr};")
+        st = self.c.storage.get(d.tileset)
         if not d.deps:
             if st is None:
-                self.w.line(f"rt_submit_dummy_task({pr});")
+                self.c.w.line(f"rt_submit_dummy_task({pr});")
                 return
-            self.w.line(f"TaskOutputTensors {outs} = rt_submit_dummy_task({pr});")
+            self.c.w.line(f"TaskOutputTensors {outs} = rt_submit_dummy_task({pr});")
             self.capture(d, f"{outs}.task_id()", ranges, declare=True)
             return
         self.deps_block(d, pr, ranges)
         if st is not None:
             self.capture(d, "PTO2TaskId::invalid()", ranges, declare=True)
-        with self.w.block(f"if ({pr}_deps_count > 0)"):
+        with self.c.w.block(f"if ({pr}_deps_count > 0)"):
             if st is None:
-                self.w.line(f"rt_submit_dummy_task({pr});")
+                self.c.w.line(f"rt_submit_dummy_task({pr});")
             else:
-                self.w.line(f"TaskOutputTensors {outs} = rt_submit_dummy_task({pr});")
+                self.c.w.line(f"TaskOutputTensors {outs} = rt_submit_dummy_task({pr});")
                 self.capture(d, f"{outs}.task_id()", ranges, declare=False)
 
     def capture(self, d: ir.Dispatch, value: str, ranges: dict[str, Interval], declare: bool) -> None:
         """Store the task's id: a local (`declare` writes its declaration) or its tile slots."""
-        st = self.storage[d.tileset]
+        st = self.c.storage[d.tileset]
         if st.kind == "local":
-            self.w.line(f"PTO2TaskId {st.cname} = {value};" if declare else f"{st.cname} = {value};")
+            self.c.w.line(f"PTO2TaskId {st.cname} = {value};" if declare else f"{st.cname} = {value};")
             return
-        ts = self.p.tilesets[d.tileset]
+        ts = self.c.p.tilesets[d.tileset]
         if is_single(ts):
-            self.w.line(f"{st.cname}[0] = {value};")
+            self.c.w.line(f"{st.cname}[0] = {value};")
             return
         coords: list[Expr] = []
         block_axes = {a.var: a for a in d.block_axes}
@@ -221,27 +224,27 @@ class TaskEmitter(Context):
         loops = [block_axes[a.var] for a in ts.axes if a.var in block_axes]
         inner = dict(ranges)
         inner.update({a.var: axis_range(a) for a in loops})
-        index = self.printer(inner)(tile_index(ts, coords))
+        index = self.c.printer(inner)(tile_index(ts, coords))
         if not loops:
-            self.w.line(f"{st.cname}[{index}] = {value};")
+            self.c.w.line(f"{st.cname}[{index}] = {value};")
             return
         for a in loops:
-            v = self.var(a.var)
-            self.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
-            self.w.level += 1
-        self.w.line(f"{st.cname}[{index}] = {value};")
+            v = self.c.var(a.var)
+            self.c.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
+            self.c.w.level += 1
+        self.c.w.line(f"{st.cname}[{index}] = {value};")
         for _ in loops:
-            self.w.level -= 1
-            self.w.line("}")
+            self.c.w.level -= 1
+            self.c.w.line("}")
 
     # ---- arguments ----
     def tensor_arg(self, view: ArgView, pr: str, d: ir.Dispatch, ranges: dict[str, Interval]) -> str:
         """The C++ expression passed to add_*: the tensor itself or a named view of it."""
-        base = self.tensor_ref(view.tensor, d)
+        base = self.c.tensor_ref(view.tensor, d)
         if view.whole:
             return base
-        name = self.unique_name(f"{pr}_{view.param.name}", generated=True)
-        pr_ = self.printer(ranges)
+        name = self.c.unique_name(f"{pr}_{view.param.name}", generated=True)
+        pr_ = self.c.printer(ranges)
         if any(b.fallback for b in view.dims):
             self.fallback_bounds(view, name, d, ranges)
         shapes, offsets = [], []
@@ -254,44 +257,45 @@ class TaskEmitter(Context):
             offsets.append(u32(pr_, b.lo, f"{where}: offset {i}"))
             shapes.append(u32(pr_, b.size, f"{where}: extent {i}"))
         nd = len(view.dims)
-        self.w.line(f"uint32_t {name}_shapes[{nd}] = {{{', '.join(shapes)}}};")
-        self.w.line(f"uint32_t {name}_offsets[{nd}] = {{{', '.join(offsets)}}};")
-        self.w.line(f"ChipTensor {name} = {base}.view({name}_shapes, {name}_offsets);")
+        self.c.w.line(f"uint32_t {name}_shapes[{nd}] = {{{', '.join(shapes)}}};")
+        self.c.w.line(f"uint32_t {name}_offsets[{nd}] = {{{', '.join(offsets)}}};")
+        self.c.w.line(f"ChipTensor {name} = {base}.view({name}_shapes, {name}_offsets);")
         return name
 
     def fallback_bounds(self, view: ArgView, name: str, d: ir.Dispatch, ranges: dict[str, Interval]) -> None:
         """Min/max over the SPMD blocks at run time, for bounds no single block attains."""
         inner = dict(ranges)
         inner.update({a.var: axis_range(a) for a in d.block_axes})
-        pr_ = self.printer(inner)
+        pr_ = self.c.printer(inner)
         dims = [(i, b) for i, b in enumerate(view.dims) if b.fallback]
         for i, _ in dims:
-            self.w.line(f"int64_t {name}_lo{i} = INT64_MAX;")
-            self.w.line(f"int64_t {name}_hi{i} = INT64_MIN;")
+            self.c.w.line(f"int64_t {name}_lo{i} = INT64_MAX;")
+            self.c.w.line(f"int64_t {name}_hi{i} = INT64_MIN;")
         depth = 0
         for a in d.block_axes:
-            v = self.var(a.var)
-            self.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
-            self.w.level += 1
+            v = self.c.var(a.var)
+            self.c.w.line(f"for (int64_t {v} = {a.lo}; {v} < {a.hi}; ++{v}) {{")
+            self.c.w.level += 1
             depth += 1
         for i, b in dims:
             assert b.hi is not None
-            self.w.line(f"if ({pr_(b.lo)} < {name}_lo{i}) {name}_lo{i} = {pr_(b.lo)};")
-            self.w.line(f"if ({pr_(b.hi)} > {name}_hi{i}) {name}_hi{i} = {pr_(b.hi)};")
+            self.c.w.line(f"if ({pr_(b.lo)} < {name}_lo{i}) {name}_lo{i} = {pr_(b.lo)};")
+            self.c.w.line(f"if ({pr_(b.hi)} > {name}_hi{i}) {name}_hi{i} = {pr_(b.hi)};")
         for _ in range(depth):
-            self.w.level -= 1
-            self.w.line("}")
+            self.c.w.level -= 1
+            self.c.w.line("}")
 
     def scalar_value(self, arg: ir.Arg, ranges: dict[str, Interval]) -> str:
         assert arg.scalar is not None
         ctype = scalar_ctype(arg.param.dtype)
         if ctype is None:
-            raise BackendError(f"scalar parameter '{arg.param.name}' is {arg.param.dtype}: no C++ scalar type")
-        text = self.printer(ranges)(arg.scalar)
+            raise InternalError(f"scalar parameter '{arg.param.name}' is {arg.param.dtype}: no C++ scalar type "
+                                "(PG011 should have rejected it)")
+        text = self.c.printer(ranges)(arg.scalar)
         if ctype in ("float", "double"):
             return f"to_u64(({ctype})({text}))"
         e = simplify(arg.scalar)
-        if isinstance(e, Name) and e.id in self.p.scalars and self.p.scalars[e.id].dtype == arg.param.dtype:
+        if isinstance(e, Name) and e.id in self.c.p.scalars and self.c.p.scalars[e.id].dtype == arg.param.dtype:
             return text
         return f"({ctype})({text})"
 
@@ -300,20 +304,20 @@ class TaskEmitter(Context):
         items: list[DepItem] = []
         seen: set[str] = set()
         for dep in d.deps:
-            if dep.kind == "carry":
-                st = self.carry_store[dep.target]
+            if dep.kind is DepKind.CARRY:
+                st = self.c.carry_store[dep.target]
                 if st.size == 1:
                     ref = f"{st.cname}[0]"
                     if ref not in seen:
                         seen.add(ref)
                         items.append(DepItem(ref, False))
                     continue
-                j = self.local_name("slot", {self.var(v) for v in ranges})
+                j = self.c.local_name("slot", {self.c.var(v) for v in ranges})
                 span = dep.span
                 items.append(DepItem(f"{st.cname}[{j}]", False, [(j, Num(0, span), Num(st.size, span))]))
                 continue
-            ts = self.p.tilesets[dep.target]
-            st = self.storage[dep.target]
+            ts = self.c.p.tilesets[dep.target]
+            st = self.c.storage[dep.target]
             if is_single(ts):
                 ref = st.cname if st.kind == "local" else f"{st.cname}[0]"
                 cond = self.single_condition(dep, ts, ranges)
@@ -329,45 +333,45 @@ class TaskEmitter(Context):
         """C++ condition that a selection on a single-task tile set is non-empty (None: always)."""
         conds = []
         for sel in dep.sels or ():
-            if sel.kind in ("all", "index"):
+            if sel.kind in (DimKind.ALL, DimKind.INDEX):
                 continue
             assert sel.a is not None and sel.b is not None
-            size = sel.b if sel.kind == "extent" else sub(sel.b, sel.a)
+            size = sel.b if sel.kind is DimKind.EXTENT else sub(sel.b, sel.a)
             size = simplify(size)
             if isinstance(size, Num):
                 if size.value <= 0:
                     return "0"
                 continue
-            conds.append(f"{self.printer(ranges)(size)} > 0")
+            conds.append(f"{self.c.printer(ranges)(size)} > 0")
         return " && ".join(conds) if conds else None
 
     def array_item(self, dep: ir.DepRef, ts: ir.TileSet, cname: str, ranges: dict[str, Interval]) -> DepItem:
-        sels = dep.sels or tuple(ir.DepSel("all", None, None, dep.span) for _ in ts.axes)
+        sels = dep.sels or tuple(ir.DepSel(DimKind.ALL, None, None, dep.span) for _ in ts.axes)
         coords: list[Expr] = []
         loops: list[tuple[str, Expr, Expr]] = []
-        taken = {self.var(v) for v in ranges}
+        taken = {self.c.var(v) for v in ranges}
         inner = dict(ranges)
         for sel, a in zip(sels, ts.axes, strict=True):
-            if sel.kind == "index":
+            if sel.kind is DimKind.INDEX:
                 assert sel.a is not None
                 coords.append(sel.a)
                 continue
             lo: Expr
             hi: Expr
-            if sel.kind == "all":
+            if sel.kind is DimKind.ALL:
                 lo, hi = Num(a.lo, dep.span), Num(a.hi, dep.span)
-            elif sel.kind == "extent":
+            elif sel.kind is DimKind.EXTENT:
                 assert sel.a is not None and sel.b is not None
                 lo, hi = sel.a, add(sel.a, sel.b)
             else:
                 assert sel.a is not None and sel.b is not None
                 lo, hi = sel.a, sel.b
-            v = self.local_name(a.var, taken)
+            v = self.c.local_name(a.var, taken)
             taken.add(v)
             inner[v] = axis_range(a)
             loops.append((v, simplify(lo), simplify(hi)))
             coords.append(Name(v, dep.span))
-        index = self.printer(inner, identity=[v for v, _, _ in loops])(tile_index(ts, coords))
+        index = self.c.printer(inner, identity=[v for v, _, _ in loops])(tile_index(ts, coords))
         return DepItem(f"{cname}[{index}]", False, loops)
 
     def dep_capacity(self, d: ir.Dispatch, items: list[DepItem]) -> int:
@@ -379,7 +383,7 @@ class TaskEmitter(Context):
         bounds = [[(compile_expr(lo), compile_expr(hi)) for _, lo, hi in it.loops] for it in looped]
         used = set().union(*(free_vars(e) for it in looped for _, lo, hi in it.loops for e in (lo, hi)))
         # the counts depend only on the axes the bounds use: enumerate those, not every index
-        space = env_space(self.p, d)
+        space = env_space(self.c.p, d)
         if any(a.size == 0 for a in space):
             return fixed   # no index value at all (as the full enumeration would find)
         axes = tuple(a for a in space if a.var in used)
@@ -398,13 +402,13 @@ class TaskEmitter(Context):
     def deps_block(self, d: ir.Dispatch, pr: str, ranges: dict[str, Interval]) -> None:
         items = self.dep_items(d, ranges)
         if not items:
-            if d.kind == "dummy":
-                raise BackendError(f"dummy '{d.name}' lists deps that select no task")
+            if d.kind is TaskKind.DUMMY:  # every dep selects nothing: the guarded submit below never runs
+                self.c.w.line(f"uint32_t {pr}_deps_count = 0;")
             return
         cap = self.dep_capacity(d, items)
         arr, cnt = f"{pr}_deps", f"{pr}_deps_count"
-        self.w.line(f"PTO2TaskId {arr}[{max(cap, 1)}];")
-        self.w.line(f"uint32_t {cnt} = 0;")
+        self.c.w.line(f"PTO2TaskId {arr}[{max(cap, 1)}];")
+        self.c.w.line(f"uint32_t {cnt} = 0;")
         for it in items:
             append = f"{arr}[{cnt}++] = {it.ref};"
             guard = [] if it.valid else [f"{it.ref}.is_valid()"]
@@ -412,16 +416,16 @@ class TaskEmitter(Context):
                 guard.insert(0, it.cond)
             depth = 0
             for v, lo, hi in it.loops:
-                pr_ = self.printer({**ranges, **{x: Interval(None, None) for x, _, _ in it.loops}},
+                pr_ = self.c.printer({**ranges, **{x: Interval(None, None) for x, _, _ in it.loops}},
                                    identity=[x for x, _, _ in it.loops])
-                self.w.line(f"for (int64_t {v} = {pr_(lo)}; {v} < {pr_(hi)}; ++{v}) {{")
-                self.w.level += 1
+                self.c.w.line(f"for (int64_t {v} = {pr_(lo)}; {v} < {pr_(hi)}; ++{v}) {{")
+                self.c.w.level += 1
                 depth += 1
-            self.w.line(f"if ({' && '.join(guard)}) {append}" if guard else append)
+            self.c.w.line(f"if ({' && '.join(guard)}) {append}" if guard else append)
             for _ in range(depth):
-                self.w.level -= 1
-                self.w.line("}")
-        self.w.line(f"{pr}.set_dependencies({arr}, {cnt});")
+                self.c.w.level -= 1
+                self.c.w.line("}")
+        self.c.w.line(f"{pr}.set_dependencies({arr}, {cnt});")
 
 
 def tile_index(ts: ir.TileSet, coords: list[Expr]) -> Expr:
@@ -443,13 +447,13 @@ def u32(printer: CxxPrinter, e: Expr, what: str) -> str:
     e = simplify(e)
     if isinstance(e, Num):
         if not 0 <= e.value < 2**32:
-            raise BackendError(f"{what} is {e.value}, which does not fit uint32_t")
+            raise InternalError(f"{what} is {e.value}, which does not fit uint32_t (PG114 should have rejected it)")
         return str(e.value)
     iv = interval(e, printer.ranges)
     if iv.lo is None or iv.hi is None or iv.lo < 0 or iv.hi >= 2**32:
         lo, hi = _exact_range(e, printer.ranges)
         if lo < 0 or hi >= 2**32:
-            raise BackendError(f"{what} takes values {lo}..{hi}, outside uint32_t")
+            raise InternalError(f"{what} takes values {lo}..{hi}, outside uint32_t (PG114 should have rejected it)")
     return f"(uint32_t)({printer(e)})"
 
 
@@ -460,7 +464,7 @@ def _exact_range(e: Expr, ranges: Mapping[str, Interval]) -> tuple[int, int]:
     for n in names:
         iv = ranges.get(n)
         if iv is None or iv.lo is None or iv.hi is None:
-            raise BackendError(f"cannot bound '{show(e)}' (an unbounded value in a view bound)")
+            raise InternalError(f"cannot bound '{show(e)}' (an unbounded value in a view bound)")
         bounds.append((iv.lo, iv.hi))
     f = compile_expr(e)
     values = [f(dict(zip(names, combo, strict=True)))

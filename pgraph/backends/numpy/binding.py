@@ -20,14 +20,15 @@ import itertools
 
 import attrs
 
-from pgraph.diagnostics import DiagnosticBag
+from pgraph.expr import EvalError
 from pgraph.ir import program as ir
-from pgraph.ir.expand import Expander
-from pgraph.ir.instances import Box, BufferKey, InstanceGraph
+from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, InstanceGraph, empty_accesses
 from pgraph.ir.program import Program
+from pgraph.ir.queries import Evaluator, RegionError, resolve_buffer
+from pgraph.kinds import AccessKind, Direction, TaskKind
 
-Access = tuple[str, BufferKey, Box, bool]
-WRITE_KINDS = ("write", "atomic")
+Access = BlockAccess
+WRITE_KINDS = (AccessKind.WRITE, AccessKind.ATOMIC)
 
 
 class BindError(Exception):
@@ -55,18 +56,23 @@ class BlockCall:
     block_idx: int | None
     block_num: int
     params: tuple[ParamBinding, ...]
-    accesses: dict[str, list[Access]]
+    accesses: BlockAccesses
 
 
 class Binder:
-    """Evaluates regions and scalars of instances with the expander's environment rules."""
+    """Evaluates regions and scalars of instances with the IR's one evaluator (pgraph.ir.queries)."""
 
     def __init__(self, ig: InstanceGraph, scalars: dict[str, int]) -> None:
         self.ig = ig
         self.program: Program = ig.program
         self.scalars = dict(scalars)
-        self.exp = Expander(self.program, DiagnosticBag(), full=True)
+        self.ev = Evaluator()
         self.cache: dict[int, list[BlockCall]] = {}
+
+    def last_iteration(self, lid: int) -> int | None:
+        """The last expanded iteration of loop `lid` (the graph is expanded in full)."""
+        its = self.ig.loop_weights.get(lid, {})
+        return max(its) if its else None
 
     def calls(self, node: int) -> list[BlockCall]:
         """The block calls of instance `node` (cached); [] for alloc and dummy instances."""
@@ -78,11 +84,11 @@ class Binder:
 
     def _bind(self, node: int) -> list[BlockCall]:
         inst = self.ig.instances[node]
-        if inst.kind in ("alloc", "dummy"):
+        if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
             return []
         d = self.program.dispatch(inst.dispatch)
         env = dict(self.scalars)
-        env.update(self.exp.env_for(d, inst.iters))
+        env.update({self.program.loops[lid].axis.var: v for lid, v in zip(d.loops, inst.iters, strict=True)})
         env.update({a.var: v for a, v in zip(d.task_axes, inst.index, strict=False)})
         iters_by_loop = dict(zip(d.loops, inst.iters, strict=False))
         blocks = self.ig.blocks[node]
@@ -95,7 +101,7 @@ class Binder:
             benv.update({a.var: v for a, v in zip(d.block_axes, bidx, strict=False)})
             per_block.append((benv, acc))
         if d.sync_start:
-            merged: dict[str, list[Access]] = {"read": [], "write": [], "atomic": []}
+            merged = empty_accesses()
             for _benv, acc in per_block:
                 for kind, items in acc.items():
                     merged[kind].extend(items)
@@ -108,25 +114,22 @@ class Binder:
         return out
 
     def _box(self, region: ir.RegionRef, tensor: str, env: dict[str, int], label: str) -> Box:
-        box = self.exp.region_box(region, self.program.tensors[tensor].shape, env, label)
-        if box is None:
-            raise BindError(f"{label}: region of '{region.tensor}' cannot be evaluated")
-        return box
+        try:
+            return self.ev.region_box(region, self.program.tensors[tensor].shape, env)
+        except (RegionError, EvalError):
+            raise BindError(f"{label}: region of '{region.tensor}' cannot be evaluated") from None
 
     def _params(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int],
-                acc: dict[str, list[Access]], label: str,
-                union: list[tuple[dict[str, int], dict[str, list[Access]]]] | None = None) -> tuple[ParamBinding, ...]:
+                acc: BlockAccesses, label: str,
+                union: list[tuple[dict[str, int], BlockAccesses]] | None = None) -> tuple[ParamBinding, ...]:
         out = []
         for arg in d.args:
             if arg.region is None:
                 assert arg.scalar is not None
-                value = self.exp.compiled_expr(arg.scalar)(env)
+                value = self.ev(arg.scalar, env)
                 out.append(ParamBinding(arg.param, "scalar", scalar=value))
                 continue
-            resolved = self.exp.buffer(arg.region.tensor, iters_by_loop)
-            if resolved is None:
-                raise BindError(f"{label}: '{arg.region.tensor}' does not resolve to a buffer")
-            tensor, key = resolved
+            tensor, key = resolve_buffer(self.program, arg.region.tensor, iters_by_loop, self.last_iteration)
             if union is None:
                 box = self._box(arg.region, tensor, env, label)
             else:
@@ -135,7 +138,7 @@ class Binder:
             out.append(self._region_param(arg, tensor, key, box, acc, label))
         return tuple(out)
 
-    def _region_param(self, arg: ir.Arg, tensor: str, key: BufferKey, box: Box, acc: dict[str, list[Access]],
+    def _region_param(self, arg: ir.Arg, tensor: str, key: BufferKey, box: Box, acc: BlockAccesses,
                       label: str) -> ParamBinding:
         reads: list[Box] = []
         writes: list[Box] = []
@@ -147,18 +150,18 @@ class Binder:
                 if tname != tensor:
                     raise BindError(f"{label}: '{tname}' and '{tensor}' (one buffer) in one call are not supported")
                 indirect = indirect or ind
-                if kind == "read":
+                if kind is AccessKind.READ:
                     reads.append(b)
                 elif kind in WRITE_KINDS:
                     writes.append(b)
-                    if kind == "atomic":
+                    if kind is AccessKind.ATOMIC:
                         reads.append(b)
         direction = arg.param.direction
         if indirect:
             return ParamBinding(arg.param, "rows", tensor=tensor, buffer=key, box=box,
                                 read_boxes=tuple(reads), write_boxes=tuple(writes))
-        want_read = direction in ("in", "inout", "atomic_add")
-        want_write = direction in ("out", "inout", "atomic_add")
+        want_read = direction is not Direction.OUT
+        want_write = direction is not Direction.IN
         exact = ((not want_read or set(reads) == {box}) and (not want_write or set(writes) == {box}))
         mode = "view" if exact else "checked"
         return ParamBinding(arg.param, mode, tensor=tensor, buffer=key, box=box,

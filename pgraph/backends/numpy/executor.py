@@ -35,6 +35,8 @@ from pgraph.backends.numpy.storage import (
     reshape_view,
 )
 from pgraph.ir.instances import Box, BufferKey, InstanceGraph
+from pgraph.kinds import AccessKind
+from pgraph.kinds import Storage as Placement
 
 BlockOrder = Callable[[int, int], Sequence[int]]
 
@@ -84,9 +86,9 @@ def written_externals(ig: InstanceGraph) -> set[str]:
     out = set()
     for blocks in ig.blocks.values():
         for acc in blocks:
-            for kind in ("write", "atomic"):
+            for kind in (AccessKind.WRITE, AccessKind.ATOMIC):
                 for _t, key, _b, _i in acc[kind]:
-                    if ig.program.tensors[key[0]].storage == "external":
+                    if ig.program.tensors[key[0]].storage is Placement.EXTERNAL:
                         out.add(key[0])
     return out
 
@@ -125,7 +127,7 @@ class Executor:
         st = self.storage.get(key)
         if st is None:
             t = self.program.tensors[key[0]]
-            if t.storage == "external":
+            if t.storage is Placement.EXTERNAL:
                 st = self._external(key[0])
             else:
                 st = DenseStorage(poisoned(t.shape, NP_DTYPES[t.dtype]))

@@ -20,6 +20,7 @@ import numpy as np
 
 from pgraph.backends.numpy.storage import NP_DTYPES
 from pgraph.ir.program import Program
+from pgraph.kinds import Storage as Placement
 
 #: External tensors stacked per layer along dim 0, with their distribution (mean, std).
 LAYERED: dict[str, tuple[float, float]] = {
@@ -142,7 +143,7 @@ def make_inputs(program: Program, seed: int = 1234, batch: int | None = None,
     arrays: dict[str, np.ndarray] = {}
     period: dict[str, int] = {}
     for name in (*LAYERED, "hidden", "seq_lens", "block_table", "slot_mapping", "rope_cos", "rope_sin"):
-        if name not in program.tensors or program.tensors[name].storage != "external":
+        if name not in program.tensors or program.tensors[name].storage is not Placement.EXTERNAL:
             raise ValueError(f"the NumPy backend runs the Qwen3 decode specs; this spec has no external tensor '{name}'")
     for name, (mean, std) in LAYERED.items():
         t = program.tensors[name]

@@ -69,19 +69,18 @@ def mutated(graph: nx.DiGraph, u: int, v: int) -> nx.DiGraph:
 def without_edge(plan: Plan, u: int, v: int) -> Iterator[None]:
     """Within the block, `plan`'s own instance graph lacks the explicit/carried entry of (u, v).
 
-    For analyses that read `plan.graph.graph` in place (the planner's race rule); the edge and
-    the cached ancestor sets are restored on exit, also when the body raises.
+    For analyses that read `plan.graph.graph` in place (the planner's race rule, whose
+    `find_races(plan)` computes the happens-before of the graph as it is); the edge is restored
+    on exit, also when the body raises.
     """
     g = plan.graph.graph
     data = _drop_declared(g, u, v)
-    plan.facts.pop("_ancestors", None)
     try:
         yield
     finally:
         if g.has_edge(u, v):
             g.remove_edge(u, v)
         g.add_edge(u, v, **data)
-        plan.facts.pop("_ancestors", None)
 
 
 @attrs.frozen

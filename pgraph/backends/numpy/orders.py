@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import networkx as nx
 
 from pgraph.ir.instances import InstanceGraph
+from pgraph.kinds import AccessKind
 
 ORDERS = ("topo", "random", "adversarial")
 
@@ -52,7 +53,7 @@ def random_order(graph: nx.DiGraph, seed: int) -> list[int]:
 def _writers(ig: InstanceGraph) -> set[int]:
     out = set()
     for node, blocks in ig.blocks.items():
-        if any(acc["write"] or acc["atomic"] for acc in blocks):
+        if any(acc[AccessKind.WRITE] or acc[AccessKind.ATOMIC] for acc in blocks):
             out.add(node)
     return out
 

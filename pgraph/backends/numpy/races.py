@@ -18,10 +18,11 @@ import math
 import attrs
 import networkx as nx
 
-from pgraph.ir.instances import Box, BufferKey, InstanceGraph, covers
+from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, InstanceGraph, covers
 from pgraph.ir.program import Program
+from pgraph.kinds import AccessKind
 
-Access = tuple[str, BufferKey, Box, bool]
+Access = BlockAccess
 
 @attrs.frozen
 class RaceReport:
@@ -133,10 +134,10 @@ class RaceDetector:
         lo, hi = max(a[0], b[0]), min(a[1], b[1])
         return None if lo >= hi else ((lo, hi),)
 
-    def check_block(self, node: int, block: int | None, accesses: dict[str, list[Access]], sync_start: bool) -> None:
+    def check_block(self, node: int, block: int | None, accesses: BlockAccesses, sync_start: bool) -> None:
         """Check and record one block's declared accesses (kinds 'read', 'write', 'atomic')."""
-        for kind in ("read", "atomic", "write"):
-            for tensor, key, box, indirect in accesses.get(kind, ()):
+        for kind in (AccessKind.READ, AccessKind.ATOMIC, AccessKind.WRITE):
+            for tensor, key, box, indirect in accesses.get(kind, []):
                 self._access(node, block, kind, tensor, key, box, indirect, sync_start)
 
     def _access(self, node: int, block: int | None, kind: str, tensor: str, key: BufferKey, box: Box,

@@ -1,14 +1,13 @@
-"""One NumPy run session: plan (full expansion), inputs, dense reference, executions, `pgraph run`.
+"""One NumPy run session: a fully expanded plan, inputs, dense reference, executions, `pgraph run`.
 
-`Session.create` plans a spec with every layer expanded, generates the inputs and runs the
-dense reference once; `Session.execute` runs the instance graph (or a mutated copy of its
-edges) in one order and compares the output with the reference.
+`Session.create` takes a Plan with every layer expanded (`Options(full=True)`), generates the
+inputs and runs the dense reference once; `Session.execute` runs the instance graph (or a
+mutated copy of its edges) in one order and compares the output with the reference.
 """
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import attrs
 import networkx as nx
@@ -23,8 +22,7 @@ from pgraph.backends.numpy.inputs import Inputs, make_inputs
 from pgraph.backends.numpy.orders import block_permutation, make_order
 from pgraph.backends.numpy.races import RaceDetector, RaceFound, RaceReport
 from pgraph.backends.numpy.storage import KernelFault
-from pgraph.diagnostics import DiagnosticBag
-from pgraph.driver import Options, plan_program
+from pgraph.kinds import TaskKind
 from pgraph.plan.base import Plan
 
 OUT_KEY = ("out", ())
@@ -62,22 +60,25 @@ class Session:
     layers: int
 
     @classmethod
-    def create(cls, spec: str | Path, options: Options, seed: int = 1234, batch: int | None = None,
-               replicated: bool | None = None) -> tuple[Session | None, DiagnosticBag]:
-        """Plan `spec` (full expansion forced) and prepare inputs and the reference."""
-        plan, bag = plan_program(spec, attrs.evolve(options, full=True))
-        if plan is None or bag.has_errors:
-            return None, bag
+    def create(cls, plan: Plan, seed: int = 1234, batch: int | None = None,
+               replicated: bool | None = None) -> Session:
+        """Inputs and the dense reference for a planned spec.
+
+        `plan` must be expanded in full (every layer: `Options(full=True)`); ValueError otherwise,
+        and for inputs the spec cannot take (a batch outside 1..BATCH_PAD).
+        """
+        if not plan.graph.full:
+            raise ValueError("the NumPy executor runs every layer: plan the spec with full expansion")
         inputs = make_inputs(plan.program, seed=seed, batch=batch, replicated=replicated)
         with blas_threads(1):
             golden = golden_decode(inputs, keep_layers=True)
         binder = Binder(plan.graph, inputs.scalars)
-        return cls(plan, inputs, golden, binder, inputs.geometry.layers), bag
+        return cls(plan, inputs, golden, binder, inputs.geometry.layers)
 
     def residual_key(self) -> tuple[str, tuple[int, ...]] | None:
         """Buffer read by copy_out (the final f32 residual stream), if the spec has one."""
         for inst in self.plan.graph.instances:
-            if inst.kind in ("alloc", "dummy"):
+            if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
                 continue
             if self.plan.program.dispatch(inst.dispatch).kernel == "copy_out":
                 calls = self.binder.calls(inst.id)
@@ -227,7 +228,7 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
 def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
     """Header line of `pgraph run`."""
     ig = session.plan.graph
-    tasks = [i for i in ig.instances if i.kind not in ("alloc", "dummy")]
+    tasks = [i for i in ig.instances if i.kind not in (TaskKind.ALLOC, TaskKind.DUMMY)]
     blocks = sum(i.blocks for i in tasks)
     g = session.inputs.geometry
     cfg = f", config {config}" if config else ""

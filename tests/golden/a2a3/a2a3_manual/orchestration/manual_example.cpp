@@ -295,7 +295,6 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                                 if (after_tids[slot].is_valid()) params_t7_deps[params_t7_deps_count++] = after_tids[slot];
                             }
                             params_t7.set_dependencies(params_t7_deps, params_t7_deps_count);
-                            params_t7.launch_spec.set_require_sync_start(true);
                             TaskOutputTensors task_7_outs = rt_submit_task(mixed_7, params_t7);
                             fix_t_tids[n] = task_7_outs.task_id();
                         }

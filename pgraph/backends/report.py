@@ -8,6 +8,13 @@ from typing import Any
 from pgraph import __version__
 from pgraph.diagnostics import Severity, diagnostic_json
 from pgraph.plan.base import Plan
+from pgraph.plan.counts import Counts
+from pgraph.plan.critical_path import CriticalPath
+from pgraph.plan.early_dispatch import EarlyTable
+from pgraph.plan.hygiene import RedundantEdges
+from pgraph.plan.races import Races
+from pgraph.plan.rings import RingTable
+from pgraph.plan.scope_table import ScopeTable
 
 COUNT_FIELDS = ("tasks", "dummy_tasks", "blocks", "explicit_edges", "inferred_edges")
 
@@ -28,9 +35,30 @@ def _table(headers: list[str], rows: list[list[str]], align_left: int = 1) -> li
     return [line(headers), *(line(r) for r in rows)]
 
 
+def report_facts(plan: Plan) -> dict[str, Any]:
+    """The facts of the report, by the keys of its JSON form (read from the passes' typed facts)."""
+    counts = plan.get(Counts)
+    early = plan.get(EarlyTable)
+    rings = plan.get(RingTable)
+    return {
+        "summary": counts.summary,
+        "per_layer": counts.per_layer,
+        "layers": counts.layers,
+        "phases": counts.phases,
+        "scopes": plan.get(ScopeTable).rows,
+        "early_dispatch": early.rows,
+        "early_dispatch_open_point": early.open_point,
+        "critical_path": plan.get(CriticalPath).value,
+        "rings": rings.rings,
+        "tensormap": rings.tensormap,
+        "races": len(plan.get(Races).races),
+        "redundant_edges": plan.get(RedundantEdges).total,
+    }
+
+
 def render_text(plan: Plan, spec: str) -> str:
     """The human-readable report: totals per layer and overall, phases, scopes and rings."""
-    f = plan.facts
+    f = report_facts(plan)
     p = plan.program
     diags = plan.bag.items
     errors = sum(1 for d in diags if d.level is Severity.ERROR)
@@ -121,7 +149,7 @@ def _rings_section(f: dict[str, Any]) -> list[str]:
 
 def report_json(plan: Plan, spec: str) -> dict[str, Any]:
     """The machine-readable report (integers only in the count objects)."""
-    f = plan.facts
+    f = report_facts(plan)
     return {
         "pgraph_version": __version__,
         "spec": spec,
@@ -131,13 +159,13 @@ def report_json(plan: Plan, spec: str) -> dict[str, Any]:
         "per_layer": f["per_layer"],
         "phases": f["phases"],
         "scopes": f["scopes"],
-        "early_dispatch": f.get("early_dispatch"),
-        "early_dispatch_open_point": f.get("early_dispatch_open_point"),
-        "critical_path": f.get("critical_path"),
-        "rings": f.get("rings"),
-        "tensormap": f.get("tensormap"),
-        "races": f.get("races", 0),
-        "redundant_edges": f.get("redundant_edges", 0),
+        "early_dispatch": f["early_dispatch"],
+        "early_dispatch_open_point": f["early_dispatch_open_point"],
+        "critical_path": f["critical_path"],
+        "rings": f["rings"],
+        "tensormap": f["tensormap"],
+        "races": f["races"],
+        "redundant_edges": f["redundant_edges"],
         "diagnostics": [diagnostic_json(d) for d in plan.bag.sorted()],
     }
 

@@ -10,16 +10,20 @@ from typing import Any
 import lark
 from lark import Token, Transformer, v_args
 
-from pgraph.diagnostics import DiagnosticBag
-from pgraph.ir.expr import MAX_INT_BITS
+from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.expr import MAX_INT_BITS
+from pgraph.frontend import ast
+from pgraph.frontend.syntax_errors import best_match, describe
+from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import SourceFile, Span, span_from_meta
-from pgraph.syntax import ast
-from pgraph.syntax.syntax_errors import best_match, describe
+
+#: `reads|writes|atomic_add` keyword -> access kind.
+ACCESS_KINDS = {"reads": AccessKind.READ, "writes": AccessKind.WRITE, "atomic_add": AccessKind.ATOMIC}
 
 
 def _grammar_text() -> str:
     """The grammar, from the installed package data or the source checkout."""
-    here = Path(__file__).resolve().parents[2] / "grammar" / "pgl.lark"
+    here = Path(__file__).resolve().parents[2] / "grammar" / "pgl.lark"  # the source checkout
     if here.is_file():
         return here.read_text(encoding="utf-8")
     return resources.files("pgraph").joinpath("grammar/pgl.lark").read_text(encoding="utf-8")
@@ -91,16 +95,16 @@ class _ToAst(Transformer[Any, Any]):
             source = str(rest[0])[1:-1]
             rest = rest[1:]
         params = tuple(p for p in rest if isinstance(p, ast.Param))
-        return ast.KernelDecl(name, core, source, params, extern, self._span(meta))
+        return ast.KernelDecl(name, Core(core), source, params, extern, self._span(meta))
 
     @v_args(meta=True)
     def tensor_param(self, meta: Any, c: list[Any]) -> ast.Param:
         shape = c[3] if len(c) > 3 else None
-        return ast.Param(str(c[0]), str(c[1]), str(c[2]), shape, self._span(meta))
+        return ast.Param(str(c[0]), Direction(str(c[1])), str(c[2]), shape, self._span(meta))
 
     @v_args(meta=True)
     def scalar_param(self, meta: Any, c: list[Any]) -> ast.Param:
-        return ast.Param(str(c[0]), "scalar", str(c[1]), None, self._span(meta))
+        return ast.Param(str(c[0]), Direction.SCALAR, str(c[1]), None, self._span(meta))
 
     # ---- entry, scopes ----
     @v_args(meta=True)
@@ -114,7 +118,7 @@ class _ToAst(Transformer[Any, Any]):
     @v_args(meta=True)
     def scope_stmt(self, meta: Any, c: list[Any]) -> ast.ScopeStmt:
         ring = int(str(c[1]).replace("_", "")) if len(c) == 3 else None
-        return ast.ScopeStmt(str(c[0]), ring, c[-1], self._span(meta))
+        return ast.ScopeStmt(ScopeMode(str(c[0])), ring, c[-1], self._span(meta))
 
     @v_args(meta=True)
     def for_stmt(self, meta: Any, c: list[Any]) -> ast.ForStmt:
@@ -131,11 +135,15 @@ class _ToAst(Transformer[Any, Any]):
 
     @v_args(meta=True)
     def target_item(self, meta: Any, c: list[Any]) -> ast.TargetItem:
-        return ast.TargetItem(str(c[0]), c[1], self._span(meta))
+        unit = c[2] if len(c) > 2 else None
+        return ast.TargetItem(str(c[0]), c[1], self._span(meta), str(unit) if unit is not None else None,
+                              self._tok(unit) if unit is not None else None)
 
     @v_args(meta=True)
     def cost_decl(self, meta: Any, c: list[Any]) -> ast.Cost:
-        return ast.Cost(str(c[0]), c[1], self._span(meta))
+        unit = c[2] if len(c) > 2 else None
+        return ast.Cost(str(c[0]), c[1], self._span(meta), str(unit) if unit is not None else None,
+                        self._tok(unit) if unit is not None else None)
 
     def carry(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
@@ -171,21 +179,28 @@ class _ToAst(Transformer[Any, Any]):
     # ---- tasks ----
     @v_args(meta=True)
     def task(self, meta: Any, c: list[Any]) -> ast.Task:
-        kind, name = str(c[0]), c[1]
+        kind, name = TaskKind(str(c[0])), c[1]
         axes: tuple[ast.Axis, ...] = ()
-        flags: list[str] = []
+        flags: list[Flag] = []
+        flag_spans: list[Span] = []
         deps: tuple[ast.Dep, ...] | None = None
+        deps_span: Span | None = None
         body: tuple[Any, ...] = ()
+        body_span: Span | None = None
         for part in c[2:]:
             if isinstance(part, tuple) and part and part[0] == "flag":
                 flags.append(part[1])
+                flag_spans.append(part[2])
             elif isinstance(part, tuple) and part and part[0] == "deps":
                 deps = (deps or ()) + part[1]
+                deps_span = part[2]
             elif isinstance(part, tuple) and part and part[0] == "body":
                 body = part[1]
+                body_span = part[2]
             elif isinstance(part, tuple):
                 axes = part
-        return ast.Task(kind, str(name), axes, tuple(flags), deps, body, self._span(meta), self._tok(name))
+        return ast.Task(kind, str(name), axes, tuple(flags), deps, body, self._span(meta), self._tok(name),
+                        tuple(flag_spans), deps_span, body_span)
 
     def index_space(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
@@ -197,11 +212,12 @@ class _ToAst(Transformer[Any, Any]):
     def range(self, c: list[Any]) -> tuple[Any, Any]:
         return (c[0], c[1])
 
-    def flag(self, c: list[Any]) -> tuple[str, str]:
-        return ("flag", str(c[0]))
+    def flag(self, c: list[Any]) -> tuple[str, Flag, Span]:
+        return ("flag", Flag(str(c[0])), self._tok(c[0]))
 
-    def deps(self, c: list[Any]) -> tuple[str, tuple[Any, ...]]:
-        return ("deps", tuple(c))
+    @v_args(meta=True)
+    def deps(self, meta: Any, c: list[Any]) -> tuple[str, tuple[Any, ...], Span]:
+        return ("deps", tuple(c), self._span(meta))
 
     @v_args(meta=True)
     def dep(self, meta: Any, c: list[Any]) -> ast.Dep:
@@ -210,26 +226,27 @@ class _ToAst(Transformer[Any, Any]):
 
     @v_args(meta=True)
     def sel_all(self, meta: Any, c: list[Any]) -> ast.Sel:
-        return ast.Sel("all", None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
+        return ast.Sel(DimKind.ALL, None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
 
     @v_args(meta=True)
     def sel_index(self, meta: Any, c: list[Any]) -> ast.Sel:
-        return ast.Sel("index", c[0], None, self._span(meta))
+        return ast.Sel(DimKind.INDEX, c[0], None, self._span(meta))
 
     @v_args(meta=True)
     def sel_range(self, meta: Any, c: list[Any]) -> ast.Sel:
-        return ast.Sel("range", c[0], c[1], self._span(meta))
+        return ast.Sel(DimKind.RANGE, c[0], c[1], self._span(meta))
 
     @v_args(meta=True)
     def sel_extent(self, meta: Any, c: list[Any]) -> ast.Sel:
-        return ast.Sel("extent", c[0], c[1], self._span(meta))
+        return ast.Sel(DimKind.EXTENT, c[0], c[1], self._span(meta))
 
-    def task_body(self, c: list[Any]) -> tuple[str, tuple[Any, ...]]:
-        return ("body", tuple(c))
+    @v_args(meta=True)
+    def task_body(self, meta: Any, c: list[Any]) -> tuple[str, tuple[Any, ...], Span]:
+        return ("body", tuple(c), self._span(meta))
 
     @v_args(meta=True)
     def access(self, meta: Any, c: list[Any]) -> ast.Access:
-        return ast.Access(str(c[0]), tuple(c[1:]), self._span(meta))
+        return ast.Access(ACCESS_KINDS[str(c[0])], tuple(c[1:]), self._span(meta))
 
     @v_args(meta=True)
     def item_loop(self, meta: Any, c: list[Any]) -> ast.ItemLoop:
@@ -258,35 +275,36 @@ class _ToAst(Transformer[Any, Any]):
 
     @v_args(meta=True)
     def sl_all(self, meta: Any, c: list[Any]) -> ast.Slice:
-        return ast.Slice("all", None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
+        return ast.Slice(DimKind.ALL, None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
 
     @v_args(meta=True)
     def sl_index(self, meta: Any, c: list[Any]) -> ast.Slice:
-        return ast.Slice("index", c[0], None, self._span(meta))
+        return ast.Slice(DimKind.INDEX, c[0], None, self._span(meta))
 
     @v_args(meta=True)
     def sl_range(self, meta: Any, c: list[Any]) -> ast.Slice:
-        return ast.Slice("range", c[0], c[1], self._span(meta))
+        return ast.Slice(DimKind.RANGE, c[0], c[1], self._span(meta))
 
     @v_args(meta=True)
     def sl_extent(self, meta: Any, c: list[Any]) -> ast.Slice:
-        return ast.Slice("extent", c[0], c[1], self._span(meta))
+        return ast.Slice(DimKind.EXTENT, c[0], c[1], self._span(meta))
 
     @v_args(meta=True)
     def wave(self, meta: Any, c: list[Any]) -> ast.Wave:
         name = str(c[0])
         axes = tuple(x for x in c[1:] if isinstance(x, ast.Axis))
-        kind_part = next(x for x in c[1:] if isinstance(x, tuple) and x and x[0] in ("parallel", "spmd"))
-        flags = tuple(x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "flag")
+        kind_part = next(x for x in c[1:] if isinstance(x, tuple) and x and x[0] in (TaskKind.PARALLEL, TaskKind.SPMD))
+        flag_parts = [x for x in c[1:] if isinstance(x, tuple) and x and x[0] == "flag"]
         dep_parts = [x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "deps"]
         deps = tuple(d for part in dep_parts for d in part) if dep_parts else None
-        return ast.Wave(name, axes, kind_part[0], kind_part[1], flags, deps, self._span(meta))
+        return ast.Wave(name, axes, kind_part[0], kind_part[1], tuple(x[1] for x in flag_parts), deps,
+                        self._span(meta), tuple(x[2] for x in flag_parts))
 
-    def wave_parallel(self, c: list[Any]) -> tuple[str, None]:
-        return ("parallel", None)
+    def wave_parallel(self, c: list[Any]) -> tuple[TaskKind, None]:
+        return (TaskKind.PARALLEL, None)
 
-    def wave_spmd(self, c: list[Any]) -> tuple[str, tuple[str, ...] | None]:
-        return ("spmd", tuple(str(x) for x in c) if c else None)
+    def wave_spmd(self, c: list[Any]) -> tuple[TaskKind, tuple[str, ...] | None]:
+        return (TaskKind.SPMD, tuple(str(x) for x in c) if c else None)
 
     # ---- expressions ----
     @v_args(meta=True)
@@ -355,8 +373,14 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         span = Span(file, int(line), int(col), int(line), int(col) + 1)
         friendly = _friendly(err, file.text)
         detail = _describe(err, file.text)
+        at_end = span.line == len(file.lines or [""]) and span.col == len((file.lines or [""])[-1]) + 1
+        opened = open_block(file) if at_end else None
+        notes = [Note(f"this `{{` of {opened[1]} is never closed", opened[0])] if opened else []
         if friendly:
-            bag.add("PG001", f"{friendly[0]} ({detail})", span, hint=friendly[1])
+            bag.add("PG001", f"{friendly[0]} ({detail})", span, notes, hint=friendly[1])
+        elif opened:
+            bag.add("PG001", f"the file ends inside a block ({detail})", span, notes,
+                    hint="add the missing `}` where the block should end")
         else:
             bag.add("PG001", detail, span, hint="see docs/language.md for the grammar")
         return None
@@ -376,6 +400,37 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         bag.add("PG018", f"an integer literal of {digits:,} digits is too large (the limit is 2**{MAX_INT_BITS})",
                 span_from_meta(file, tok or err.obj), hint="integers are decimal constants; write a shorter value")
         return None
+
+
+def open_block(file: SourceFile) -> tuple[Span, str] | None:
+    """The innermost `{` never closed in `file` (comments and strings skipped), with the words
+    before it on its line (`entry decode_fwd_layers`), or None when braces balance."""
+    stack: list[tuple[int, int]] = []
+    for number, text in enumerate(file.lines, 1):
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "#":
+                break
+            if ch == '"':
+                end = text.find('"', i + 1)
+                i = len(text) if end < 0 else end + 1
+                continue
+            if ch == "{":
+                stack.append((number, i + 1))
+            elif ch == "}" and stack:
+                stack.pop()
+            i += 1
+    if not stack:
+        return None
+    line, col = stack[-1]
+    head = file.line(line)[:col - 1].split("#")[0].strip()
+    back = line
+    while not head and back > 1:  # `{` on a line of its own: the statement starts above it
+        back -= 1
+        head = file.line(back).split("#")[0].strip()
+    words = " ".join(head.split()[:3])
+    return Span(file, line, col, line, col + 1), f"`{words} ...`" if words else "a block"
 
 
 #: Deepest parse tree `parse_source` accepts; the specs nest at most 19 levels. Every later

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import attrs
 
 from pgraph.diagnostics import Note
+from pgraph.frontend import ast
 from pgraph.source import Span
-from pgraph.syntax import ast
 
 #: A chain of `use` statements, outermost first: the entry's `use a`, then a's `use b`, ...
 Chain = tuple[ast.Use, ...]

@@ -8,14 +8,18 @@ from pathlib import Path
 import attrs
 
 from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.frontend import ast
+from pgraph.frontend.parser import parse_source
 from pgraph.source import SourceFile, Span
-from pgraph.syntax import ast
-from pgraph.syntax.parser import parse_source
 
 #: Deepest chain of nested includes followed (the specs nest 2 deep).
 MAX_INCLUDE_DEPTH = 100
 #: Largest .pgl file read (the HEAD spec and its includes are about 40 KB together).
 MAX_SOURCE_BYTES = 16 * 2**20
+
+
+class UsageError(Exception):
+    """Bad command-line use (a missing file, a malformed -D): exit code 2, no diagnostics."""
 
 
 @attrs.frozen
@@ -25,6 +29,13 @@ class Loaded:
     items: tuple[ast.Item, ...]
     root: SourceFile
     include_chain: dict[str, tuple[Span, ...]]
+
+    def chain_notes(self, span: Span | None) -> list[Note]:
+        """'in a file included from ...' notes for a diagnostic at `span`, innermost include first."""
+        if span is None:
+            return []
+        return [Note(f"in a file included from {inc.location()}", None)
+                for inc in reversed(self.include_chain.get(span.filename, ()))]
 
 
 def display_name(path: Path) -> str:
@@ -48,6 +59,21 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
         raise OSError(errno.EFBIG, f"larger than {MAX_SOURCE_BYTES // 2**20} MiB")
     text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     return SourceFile(display or display_name(path), text, path)
+
+
+def read_spec(path: str | Path) -> SourceFile:
+    """Read the spec file named on the command line; UsageError when it cannot be read."""
+    p = Path(path)
+    try:
+        return read_source(p)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a .pgl file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not UTF-8 text") from None
+    except OSError as err:
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
 
 
 class _Loader:

@@ -1,18 +1,74 @@
-"""Integer expressions: folding constants, free variables, evaluation and compilation.
+"""Integer expressions: the node classes, folding, free variables, evaluation and compilation.
 
-Expressions are the AST's `Num/Name/BinOp/Neg/Not/Func` nodes. After lowering, every
-constant is folded to `Num`; what remains free are index variables, lets and loop
-variables, so a region or dep stays a symbolic (quasi-affine) expression of the indices.
-`/` and `%` are floor division and modulo (Python semantics); comparisons and
-`and`/`or`/`not` yield 0 or 1.
+The one expression type of pgraph: the parser builds these nodes, lowering folds constants
+into them, the IR keeps regions, deps and scalars as expressions of the index variables, and
+the backends print them. After lowering every constant is a `Num`; what remains free are
+index variables, lets and loop variables, so a region or dep stays a symbolic (quasi-affine)
+expression of the indices. `/` and `%` are floor division and modulo (Python semantics);
+comparisons and `and`/`or`/`not` yield 0 or 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import attrs
+
 from pgraph.source import Span
-from pgraph.syntax.ast import BinOp, Expr, Func, Name, Neg, Not, Num
+
+
+@attrs.frozen
+class Num:
+    """An integer literal."""
+
+    value: int
+    span: Span
+
+
+@attrs.frozen
+class Name:
+    """A reference to a constant, let, index variable or (in call args) a tensor/scalar."""
+
+    id: str
+    span: Span
+
+
+@attrs.frozen
+class BinOp:
+    """`left op right` for op in + - * / % (integer, floor division), comparisons, and/or."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span
+
+
+@attrs.frozen
+class Neg:
+    """Unary minus."""
+
+    operand: Expr
+    span: Span
+
+
+@attrs.frozen
+class Not:
+    """Boolean `not` (0 or 1)."""
+
+    operand: Expr
+    span: Span
+
+
+@attrs.frozen
+class Func:
+    """`ceildiv(a, b)`, `min(a, ...)`, `max(a, ...)`."""
+
+    name: str
+    args: tuple[Expr, ...]
+    span: Span
+
+
+Expr = Num | Name | BinOp | Neg | Not | Func
 
 Env = Mapping[str, int]
 Compiled = Callable[[Env], int]

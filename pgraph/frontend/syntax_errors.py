@@ -1,6 +1,6 @@
 """The table of known bad inputs: each maps a parser state to a friendly message.
 
-`pgraph.syntax.parser` asks `best_match` for the entry whose example fails the same way
+`pgraph.frontend.parser` asks `best_match` for the entry whose example fails the same way
 as the user's text; the tests iterate the same table and check that every example gets
 its own message. `describe` renders Lark's error in the characters users type (`'='`, not
 `EQUAL`) and suggests the nearest keyword for a misspelt one.
@@ -24,6 +24,8 @@ from typing import Any
 import attrs
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
+
+from pgraph.suggest import closest
 
 
 @attrs.frozen
@@ -368,35 +370,13 @@ def token_display(name: str, terminals: dict[str, Any]) -> str:
     return name.lower()
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Optimal-string-alignment distance: insertions, deletions, substitutions, adjacent swaps."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cost = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cost = min(cost, prev2[j - 2] + 1)
-            cur.append(cost)
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
 def keyword_suggestion(word: str, expected: Iterable[str], terminals: dict[str, Any]) -> str | None:
-    """The expected keyword nearest to a misspelt `word` (1 edit, or 2 for words of 6+ letters).
-
-    Ties prefer the keyword of the same length (`cosnt` -> `const`, not `cost`). A word of up
-    to 3 letters is only matched by a missing or extra letter (`dep` -> `deps`), so short
-    names such as `foo` are not taken for `for`.
-    """
+    """The expected keyword nearest to a misspelt `word` (`pgraph.suggest.closest`)."""
     if not _WORD.fullmatch(word):
         return None
     keywords = {w for name in expected if name in terminals for w in _literal(terminals[name].pattern)
-                if w.isidentifier() and w != word and (len(word) > 3 or len(w) != len(word))}
-    limit = 2 if len(word) >= 6 else 1
-    ranked = sorted((edit_distance(word, k), abs(len(k) - len(word)), k) for k in keywords)
-    return ranked[0][2] if ranked and ranked[0][0] <= limit else None
+                if w.isidentifier()}
+    return closest(word, keywords)
 
 
 def describe(err: UnexpectedInput, terminals: Iterable[Any], source: str | None = None) -> str:

@@ -4,72 +4,18 @@ from __future__ import annotations
 
 import attrs
 
+from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num  # noqa: F401  (expressions are syntax too)
+from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import Span
-
-# ---- expressions -----------------------------------------------------------------
-
-
-@attrs.frozen
-class Num:
-    """An integer literal."""
-
-    value: int
-    span: Span
-
-
-@attrs.frozen
-class Name:
-    """A reference to a constant, let, index variable or (in call args) a tensor/scalar."""
-
-    id: str
-    span: Span
-
-
-@attrs.frozen
-class BinOp:
-    """`left op right` for op in + - * / % (integer, floor division) and comparisons."""
-
-    op: str
-    left: Expr
-    right: Expr
-    span: Span
-
-
-@attrs.frozen
-class Neg:
-    """Unary minus."""
-
-    operand: Expr
-    span: Span
-
-
-@attrs.frozen
-class Not:
-    """Boolean `not` (0 or 1)."""
-
-    operand: Expr
-    span: Span
-
-
-@attrs.frozen
-class Func:
-    """`ceildiv(a, b)`, `min(a, ...)`, `max(a, ...)`."""
-
-    name: str
-    args: tuple[Expr, ...]
-    span: Span
-
-
-Expr = Num | Name | BinOp | Neg | Not | Func
 
 # ---- regions, deps ----------------------------------------------------------------
 
 
 @attrs.frozen
 class Slice:
-    """One dimension of a region: kind is 'all', 'index', 'range' (a:b) or 'extent' (a +: n)."""
+    """One dimension of a region: `:` (ALL), `a` (INDEX), `a:b` (RANGE) or `a +: n` (EXTENT)."""
 
-    kind: str
+    kind: DimKind
     a: Expr | None
     b: Expr | None
     span: Span
@@ -90,9 +36,9 @@ class Region:
 
 @attrs.frozen
 class Sel:
-    """One axis of a dep's logical-tile selection: 'all', 'index', 'range' or 'extent'."""
+    """One axis of a dep's logical-tile selection: `*` (ALL), `a`, `a..b` (RANGE) or `a +: n`."""
 
-    kind: str
+    kind: DimKind
     a: Expr | None
     b: Expr | None
     span: Span
@@ -133,7 +79,7 @@ class Let:
 class Access:
     """`reads|writes|atomic_add region, ...`: per-block regions touched by the task."""
 
-    kind: str
+    kind: AccessKind
     regions: tuple[Region, ...]
     span: Span
 
@@ -158,15 +104,19 @@ class Call:
 
 @attrs.frozen
 class Wave:
-    """`wave name axes : parallel|spmd(axes) flags deps` inside a `tiles` declaration."""
+    """`wave name axes : parallel|spmd(axes) flags deps` inside a `tiles` declaration.
+
+    `kind` is PARALLEL or SPMD; `flag_spans` gives the span of each flag in `flags`.
+    """
 
     name: str
     axes: tuple[Axis, ...]
-    kind: str
+    kind: TaskKind
     spmd_axes: tuple[str, ...] | None
-    flags: tuple[str, ...]
+    flags: tuple[Flag, ...]
     deps: tuple[Dep, ...] | None
     span: Span
+    flag_spans: tuple[Span, ...] = ()
 
 
 BodyItem = Let | Access | ItemLoop | Call | Wave
@@ -174,16 +124,23 @@ BodyItem = Let | Access | ItemLoop | Call | Wave
 
 @attrs.frozen
 class Task:
-    """`at|spmd|parallel|dummy|tiles name[axes] flags deps { body }`."""
+    """`at|spmd|parallel|dummy|tiles name[axes] flags deps { body }`.
 
-    kind: str
+    `flag_spans` gives the span of each flag in `flags`; `deps_span` the last `deps(...)`
+    clause (where a machine-applicable fix adds a dep), `body_span` the `{ ... }` if any.
+    """
+
+    kind: TaskKind
     name: str
     axes: tuple[Axis, ...]
-    flags: tuple[str, ...]
+    flags: tuple[Flag, ...]
     deps: tuple[Dep, ...] | None
     body: tuple[BodyItem, ...]
     span: Span
     name_span: Span
+    flag_spans: tuple[Span, ...] = ()
+    deps_span: Span | None = None
+    body_span: Span | None = None
 
 
 # ---- statements --------------------------------------------------------------------
@@ -248,10 +205,10 @@ class ViewDecl:
 
 @attrs.frozen
 class Param:
-    """A kernel parameter: direction in/out/inout/atomic_add or 'scalar'."""
+    """A kernel parameter: direction in/out/inout/atomic_add, or SCALAR."""
 
     name: str
-    direction: str
+    direction: Direction
     dtype: str
     shape: tuple[Expr, ...] | None
     span: Span
@@ -262,7 +219,7 @@ class KernelDecl:
     """`[extern] kernel name core [source "path"] (params)`."""
 
     name: str
-    core: str
+    core: Core
     source: str | None
     params: tuple[Param, ...]
     extern: bool
@@ -281,7 +238,7 @@ class Block:
 class ScopeStmt:
     """`auto|manual scope [ring N] { ... }`: a runtime PTO2_SCOPE."""
 
-    mode: str
+    mode: ScopeMode
     ring: int | None
     block: Block
     span: Span
@@ -380,11 +337,13 @@ class Entry:
 
 @attrs.frozen
 class TargetItem:
-    """`key = expr` inside a target block."""
+    """`key = expr` inside a target block; `unit` a (rejected) unit suffix such as `MB`."""
 
     key: str
     expr: Expr
     span: Span
+    unit: str | None = None
+    unit_span: Span | None = None
 
 
 @attrs.frozen
@@ -398,11 +357,16 @@ class Target:
 
 @attrs.frozen
 class Cost:
-    """`cost NAME = expr`: per-block cost (µs) of a kernel, or the default of a core shape."""
+    """`cost NAME = expr`: per-block cost (µs) of a kernel, or the default of a core shape.
+
+    `unit` is a (rejected) unit suffix such as `us`.
+    """
 
     name: str
     expr: Expr
     span: Span
+    unit: str | None = None
+    unit_span: Span | None = None
 
 
 Stmt = (TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | InterleaveStmt | TaskIds | Use

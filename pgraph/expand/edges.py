@@ -1,0 +1,167 @@
+"""The edges of the instance graph: declared deps to producer tasks, TensorMap inference.
+
+Explicit and carried deps select logical tiles, which map to (dispatch, task index) through
+the tile set's waves; auto-scope tasks get TensorMap edges in submission order (simpler
+`compute_task_fanin`: creator edge, then a lookup for INPUT/INOUT, then registration of
+INOUT and OUTPUT_EXISTING). Functions of the running `Expander`, passed explicitly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from pgraph.expr import EvalError
+from pgraph.ir import program as ir
+from pgraph.ir.instances import DepIssue, Instance, covers, overlap
+from pgraph.ir.queries import Box, BufferKey, axis_values
+from pgraph.kinds import DepKind, Direction, Provenance, ScopeMode, Storage, TaskKind
+
+if TYPE_CHECKING:
+    from pgraph.expand.expander import Expander
+
+TileMap = dict[tuple[int, ...], tuple[str, tuple[int, ...]]]
+
+
+def tile_map(ex: Expander, name: str, cache: dict[str, TileMap]) -> TileMap:
+    """Logical tile coordinate -> (dispatch, task index) of tile set `name`."""
+    cached = cache.get(name)
+    if cached is not None:
+        return cached
+    ts = ex.p.tilesets[name]
+    out: TileMap = {}
+    pos = {a.var: i for i, a in enumerate(ts.axes)}
+    for dname in ts.dispatches:
+        d = ex.p.dispatch(dname)
+        task_pos = [pos[a.var] for a in d.task_axes]
+        box = {a.var: a for a in (*d.task_axes, *d.block_axes)}
+        for coord in axis_values(tuple(box[a.var] for a in ts.axes)):
+            out[coord] = (dname, tuple(coord[i] for i in task_pos))
+    cache[name] = out
+    return out
+
+
+def select_tiles(ex: Expander, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet,
+                 env: dict[str, int]) -> list[tuple[int, ...]] | None:
+    """The tile coordinates a dep selects; None (an issue recorded) when a range leaves the tile space."""
+    ranges = ex.ev.selection(dep.sels, ts.axes, env)
+    for r, sel, axis in zip(ranges, dep.sels or (), ts.axes):
+        if len(r) and (r.start < axis.lo or r.stop > axis.hi):
+            ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
+                     (f"range {d.name} {r.start}..{r.stop}", sel.span))
+            return None
+    return list(itertools.product(*ranges))
+
+
+def producer_iters(ex: Expander, producer: ir.Dispatch, consumer_iters: dict[int, int]) -> tuple[int, ...] | None:
+    """The producer's loop iterations seen from the consumer (the last one outside its loops)."""
+    out = []
+    for lid in producer.loops:
+        v = consumer_iters.get(lid)
+        if v is None:
+            v = ex.last_iteration(lid)
+            if v is None:
+                return None
+        out.append(v)
+    return tuple(out)
+
+
+def resolve_deps(ex: Expander) -> None:
+    """Add the EXPLICIT and CARRIED edges of every instance's deps."""
+    cache: dict[str, TileMap] = {}
+    for inst in list(ex.g.instances):
+        if inst.kind is TaskKind.ALLOC:
+            continue
+        d = ex.p.dispatch(inst.dispatch)
+        iters_by_loop = dict(zip(d.loops, inst.iters))
+        env = ex.env_for(d, inst.iters)
+        env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
+        for dep in d.deps:
+            try:
+                resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache)
+            except EvalError as e:
+                ex.eval_issue(inst.label, e)
+
+
+def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
+                env: dict[str, int], cache: dict[str, TileMap]) -> None:
+    """One dep of one instance: the tiles it selects, mapped to producer tasks (folded per task)."""
+    prov = Provenance.EXPLICIT
+    target = dep.target
+    iters = dict(iters_by_loop)
+    if dep.kind is DepKind.CARRY:
+        carry = ex.p.carries[dep.target]
+        lp = ex.p.carry_loop(dep.target)
+        value = iters_by_loop.get(lp.id)
+        prov = Provenance.CARRIED
+        if value is None:  # after the loop (as a tensor carry): NEXT of the last iteration, INIT if none ran
+            last = ex.last_iteration(lp.id)
+            value = lp.axis.lo if last is None else last + 1
+        if value == lp.axis.lo:
+            target = carry.init
+            iters.pop(lp.id, None)
+        else:
+            target = carry.next
+            iters[lp.id] = value - 1
+    ts = ex.p.tilesets[target]
+    tiles = select_tiles(ex, d, dep, ts, env) if dep.kind is DepKind.TILES else list(axis_values(ts.axes))
+    if tiles is None:
+        return
+    if not tiles:
+        ex.issue(DepIssue("empty", dep.span, d.name, ts.name), ("empty", dep.span))
+        return
+    tmap = tile_map(ex, target, cache)
+    # One dep entry per selected tile of a tile array (parallel, dummy, tiles: the
+    # reference's TaskId arrays with one slot per tile); one entry per task for an
+    # `at` or `spmd` declaration and for a carry (a single TaskId).
+    per_task = dep.kind is DepKind.CARRY or ts.kind in (TaskKind.AT, TaskKind.SPMD)
+    seen: set[int] = set()
+    for coord in tiles:
+        dname, index = tmap[coord]
+        producer = ex.p.dispatch(dname)
+        piters = producer_iters(ex, producer, iters)
+        if piters is None:
+            continue
+        node = ex.g.by_key.get((dname, piters, index))
+        if node is None or (per_task and node in seen):
+            continue
+        seen.add(node)
+        ex.g.add_edge(node, inst.id, prov, dep.span)
+
+
+def infer_edges(ex: Expander) -> None:
+    """TensorMap edges of auto-scope tasks, in submission order (simpler compute_task_fanin)."""
+    entries: dict[BufferKey, list[tuple[Box, int, str]]] = {}
+    for inst in ex.g.instances:
+        if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
+            continue
+        if ex.p.scopes[inst.scope].mode is ScopeMode.MANUAL:
+            continue
+        register = []
+        for arg in ex.g.args.get(inst.id, []):
+            alloc = alloc_node(ex, arg.buffer)
+            if alloc is not None:
+                ex.g.add_edge(alloc, inst.id, Provenance.CREATOR)
+            direction = arg.param.direction
+            live = entries.get(arg.buffer, [])
+            if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
+                keep = []
+                for box, producer, tname in live:
+                    if producer != inst.id and overlap(box, tname, arg.box, arg.tensor, ex.p):
+                        ex.g.add_edge(producer, inst.id, Provenance.INFERRED)
+                        if direction is not Direction.IN and tname == arg.tensor and covers(arg.box, box):
+                            continue  # an INOUT that covers the entry replaces it
+                    keep.append((box, producer, tname))
+                entries[arg.buffer] = keep
+            if direction is not Direction.IN:
+                register.append((arg.buffer, arg.box, arg.tensor))
+        for buf, box, tname in register:
+            entries.setdefault(buf, []).append((box, inst.id, tname))
+
+
+def alloc_node(ex: Expander, buffer: BufferKey) -> int | None:
+    """The alloc task that created buffer instance `buffer` (None for external buffers)."""
+    t = ex.p.tensors[buffer[0]]
+    if t.storage is not Storage.ALLOC or t.scope is None:
+        return None
+    return ex.alloc_of.get((t.scope, t.loops, buffer[1]))

@@ -1,0 +1,290 @@
+"""Expand the symbolic Program into an instance graph (networkx), only as far as needed.
+
+A loop whose iterations are provably identical (`pgraph.expand.window`) is expanded for its
+first two iterations only: iteration `lo` stands for itself and iteration `lo+1` stands for
+the remaining `hi-lo-1`, carrying that count as its `weight`. Carried edges from iteration
+`lo` into `lo+1` are exactly the edges every later iteration receives from its predecessor,
+so per-iteration counts and whole-program totals follow without expanding 40 layers.
+`full=True` expands everything.
+
+Edges carry a provenance set (`pgraph.kinds.Provenance`): EXPLICIT (declared deps),
+CARRIED (through a loop carry), INFERRED (the runtime TensorMap in an auto scope: reads of
+an overlapping region written earlier, InOut writes after an earlier writer; simpler
+`compute_task_fanin`), CREATOR (an auto-scope task using a buffer of an alloc task).
+The expander reports nothing: what it cannot evaluate becomes an issue record of the graph
+(`InstanceGraph.issues`), reported by `pgraph.plan.expansion_issues`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from pgraph.expand import edges
+from pgraph.expand.window import make_window
+from pgraph.expr import EvalError
+from pgraph.ir import program as ir
+from pgraph.ir.instances import (
+    ArgBox,
+    BlockAccess,
+    BlockAccesses,
+    EvalIssue,
+    Instance,
+    InstanceGraph,
+    Issue,
+    RegionIssue,
+    empty_accesses,
+)
+from pgraph.ir.queries import Box, BufferKey, Evaluator, RegionError, Window, axis_values, resolve_buffer
+from pgraph.kinds import Storage, TaskKind
+from pgraph.source import Span
+
+
+class Expander:
+    """Builds the InstanceGraph of one program under one window (every iteration, or two)."""
+
+    def __init__(self, program: ir.Program, full: bool = False, window: Window | None = None) -> None:
+        self.p = program
+        self.g = InstanceGraph(program, full)
+        self.full = full
+        self.window = window or make_window(program, full)
+        self.ev = Evaluator()
+        self.loops = {lp.id: lp for lp in program.loops}
+        self.scope_loops = scope_loops(program)
+        self.g.scope_loops = self.scope_loops
+        self.alloc_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
+        self.alloc_groups: dict[tuple[int, tuple[int, ...]], list[ir.Tensor]] = {}
+        for t in program.tensors.values():
+            if t.storage is Storage.ALLOC and t.scope is not None:
+                self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
+        self.reported: set[tuple[str, str, int, int]] = set()
+        self.scope_chains: dict[int, set[int]] = {}
+
+    def iterations(self, lid: int) -> list[tuple[int, int]]:
+        """(iteration value, weight) pairs expanded for loop `lid`."""
+        return self.window.iterations[lid]
+
+    def last_iteration(self, lid: int) -> int | None:
+        """The last expanded iteration of loop `lid` (None: no iteration)."""
+        return self.window.last(lid)
+
+    # ---- driver ----
+    def run(self) -> InstanceGraph:
+        """Expand every dispatch, resolve deps, infer TensorMap edges; returns the graph."""
+        self.g.loop_weights = {lid: dict(its) for lid, its in self.window.iterations.items()}
+        self.g.windowed = frozenset(lid for lid, its in self.window.iterations.items() if any(w > 1 for _, w in its))
+        self.expand_seq(list(self.p.dispatches), 0, (), 1)
+        edges.resolve_deps(self)
+        edges.infer_edges(self)
+        self.check_last_iterations()
+        return self.g
+
+    def expand_seq(self, dispatches: list[ir.Dispatch], depth: int, iters: tuple[int, ...], weight: int) -> None:
+        """Emit `dispatches` (sharing the loops above `depth`) in submission order."""
+        i = 0
+        while i < len(dispatches):
+            d = dispatches[i]
+            if len(d.loops) > depth:
+                lid = d.loops[depth]
+                j = i
+                while j < len(dispatches) and len(dispatches[j].loops) > depth and dispatches[j].loops[depth] == lid:
+                    j += 1
+                for value, w in self.iterations(lid):
+                    self.expand_seq(dispatches[i:j], depth + 1, (*iters, value), weight * w)
+                i = j
+            elif d.interleave is not None:
+                j = i
+                while j < len(dispatches) and dispatches[j].interleave == d.interleave:
+                    j += 1
+                for group in ir.interleave_groups(dispatches[i:j]):
+                    for index in axis_values(group[0].task_axes):
+                        for member in group:
+                            self.emit(member, iters, weight, index)
+                i = j
+            else:
+                self.emit(d, iters, weight)
+                i += 1
+
+    def env_for(self, d: ir.Dispatch, iters: tuple[int, ...]) -> dict[str, int]:
+        """The loop variables of `d` at loop iterations `iters`."""
+        return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
+
+    def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> None:
+        """Emit the alloc tasks a task needs first: one per (heap scope, loop iteration) group.
+
+        Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); a
+        tensor declared in an `unscoped` or manual-scope loop is allocated once per iteration
+        in the enclosing scope. A group of n tensors is ceil(n / alloc_batch) alloc tasks,
+        counted here as one instance with `blocks` = that task count.
+        """
+        chain = self.scope_chains.get(d.scope)
+        if chain is None:
+            chain = self.scope_chains[d.scope] = set(self.p.ancestors(d.scope))
+        for (sid, loops), tensors in self.alloc_groups.items():
+            if sid not in chain or any(lid not in iters_by_loop for lid in loops):
+                continue
+            key = (sid, loops, tuple(iters_by_loop[lid] for lid in loops))
+            if key in self.alloc_of:
+                continue
+            node = len(self.g.instances)
+            label = f"alloc@scope{sid}" + iters_label(self.p, loops, key[2])
+            tasks = -(-len(tensors) // self.p.target["alloc_batch"])
+            w = 1
+            for lid in loops:
+                w *= self.g.loop_weight(lid, iters_by_loop[lid])
+            self.g.instances.append(Instance(node, f"alloc@scope{sid}", TaskKind.ALLOC, key[2], (), w, sid, tasks,
+                                             label, loops))
+            self.g.alloc_info[node] = (sid, loops, tuple(tensors))
+            self.g.graph.add_node(node)
+            self.alloc_of[key] = node
+
+    def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int, only: tuple[int, ...] | None = None) -> None:
+        """Emit the tasks of `d` in iteration `iters` (all its task indices, or just `only`)."""
+        if d.kind is TaskKind.SPMD and d.block_count == 0:
+            return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
+        iters_by_loop = dict(zip(d.loops, iters))
+        self.open_allocs(d, iters_by_loop)
+        env0 = self.env_for(d, iters)
+        for index in (axis_values(d.task_axes) if only is None else [only]):
+            node = len(self.g.instances)
+            env = dict(env0)
+            env.update({a.var: v for a, v in zip(d.task_axes, index)})
+            label = d.name + index_label(d.task_axes, index) + iters_label(self.p, d.loops, iters)
+            inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
+            self.g.instances.append(inst)
+            self.g.by_key[(d.name, iters, index)] = node
+            self.g.graph.add_node(node)
+            if d.kind is not TaskKind.DUMMY:
+                self.g.args[node] = self.task_args(d, env, iters_by_loop, label)
+
+    # ---- regions ----
+    def buffer(self, name: str, iters_by_loop: dict[int, int]) -> tuple[str, BufferKey]:
+        """Resolve a tensor or carry alias to (tensor name, buffer instance key) under this window."""
+        return resolve_buffer(self.p, name, iters_by_loop, self.last_iteration)
+
+    def issue(self, issue: Issue, key: tuple[str, Span]) -> None:
+        """Record an issue once per (kind, source position), however many instances hit it."""
+        k = (key[0], key[1].filename, key[1].line, key[1].col)
+        if k in self.reported:
+            return
+        self.reported.add(k)
+        self.g.issues.append(issue)
+
+    def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: dict[str, int], where: str) -> Box | None:
+        """The box of `region` at `env`, or None (an issue recorded) when it is malformed there."""
+        try:
+            return self.ev.region_box(region, shape, env)
+        except RegionError as e:
+            self.issue(RegionIssue(e.kind, region.span, where, region.tensor, e.lo, e.hi, e.size),
+                       (e.kind, region.span))
+        except EvalError as e:
+            self.eval_issue(where, e)
+        return None
+
+    def eval_issue(self, where: str, e: EvalError) -> None:
+        """An expression that fails to evaluate, once per source position (not per instance)."""
+        self.issue(EvalIssue(e.span, where, e.message), ("eval", e.span))
+
+    def task_args(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int], label: str) -> list[ArgBox]:
+        """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
+        blocks: list[BlockAccesses] = []
+        bounds: dict[int, list[tuple[int, int]]] = {}
+        # buffers depend on the loop iteration only, not on the block: resolve them once per task
+        acc_bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
+        arg_bufs = {i: self.buffer(arg.region.tensor, iters_by_loop)
+                    for i, arg in enumerate(d.args) if arg.region is not None}
+        for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
+            benv = dict(env)
+            benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
+            where = label + index_label(d.block_axes, bidx)
+            acc_out = empty_accesses()
+            for acc, resolved in zip(d.accesses, acc_bufs):
+                self.block_access(acc, benv, where, acc_out, resolved)
+            for i, arg in enumerate(d.args):
+                if arg.region is None:
+                    continue
+                tname = arg_bufs[i][0]
+                box = self.region_box(arg.region, self.p.tensors[tname].shape, benv, where)
+                if box is None:
+                    continue
+                prev = bounds.get(i)
+                bounds[i] = list(box) if prev is None else [
+                    (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
+            blocks.append(acc_out)
+        self.g.blocks[len(self.g.instances) - 1] = blocks
+        out = []
+        for i, arg in enumerate(d.args):
+            if arg.region is None or i not in bounds:
+                continue
+            tname, key = arg_bufs[i]
+            out.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
+        return out
+
+    def block_access(self, acc: ir.Access, env: dict[str, int], where: str, out: BlockAccesses,
+                     resolved: tuple[str, BufferKey]) -> None:
+        """Append the boxes of one access clause (every item-loop value) of one block to `out`."""
+        tname, key = resolved
+        shape = self.p.tensors[tname].shape
+        indirect = acc.region.indirect is not None
+        for values in itertools.product(*(range(it.lo, it.hi) for it in acc.items)):
+            ienv = dict(env)
+            ienv.update({it.var: v for it, v in zip(acc.items, values)})
+            box = self.region_box(acc.region, shape, ienv, where)
+            if box is not None:
+                out[acc.kind].append(BlockAccess(tname, key, box, indirect))
+
+    def check_last_iterations(self) -> None:
+        """Window expansion skips the last iteration of a windowed loop: evaluate its regions too."""
+        if self.full:
+            return
+        for lp in self.p.loops:
+            its = self.iterations(lp.id)
+            last = lp.axis.hi - 1
+            if not its or its[-1][0] == last:
+                continue
+            for d in self.p.dispatches:
+                if lp.id not in d.loops or d.kind is TaskKind.DUMMY:
+                    continue
+                iters_by_loop = {lid: self.iterations(lid)[0][0] for lid in d.loops if self.iterations(lid)}
+                iters_by_loop[lp.id] = last
+                if len(iters_by_loop) != len(d.loops):
+                    continue
+                env = {self.loops[lid].axis.var: v for lid, v in iters_by_loop.items()}
+                bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
+                for index in axis_values(d.task_axes):
+                    tenv = dict(env)
+                    tenv.update({a.var: v for a, v in zip(d.task_axes, index)})
+                    for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
+                        benv = dict(tenv)
+                        benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
+                        where = d.name + index_label(d.task_axes, index) + f"@{lp.axis.var}={last}"
+                        for acc, resolved in zip(d.accesses, bufs):
+                            self.block_access(acc, benv, where, empty_accesses(), resolved)
+
+
+def scope_loops(p: ir.Program) -> dict[int, tuple[int, ...]]:
+    """Scope id -> the loops whose iterations make separate instances of that scope."""
+    body_of = {lp.body_scope: lp.id for lp in p.loops if lp.body_scope is not None}
+    out: dict[int, tuple[int, ...]] = {}
+    for s in p.scopes:
+        parent = out[s.parent] if s.parent is not None else ()
+        out[s.id] = (*parent, body_of[s.id]) if s.id in body_of else parent
+    return out
+
+
+def index_label(axes: tuple[ir.IAxis, ...], index: tuple[int, ...]) -> str:
+    """`[n=3,k=1]` of a task or block index ('' without axes)."""
+    if not axes:
+        return ""
+    return "[" + ",".join(f"{a.var}={v}" for a, v in zip(axes, index)) + "]"
+
+
+def iters_label(p: ir.Program, loops: tuple[int, ...], iters: tuple[int, ...]) -> str:
+    """`@L=2` of the loop iterations of an instance ('' outside loops)."""
+    if not loops:
+        return ""
+    return "@" + ",".join(f"{p.loops[lid].axis.var}={v}" for lid, v in zip(loops, iters))
+
+
+def expand(program: ir.Program, full: bool = False) -> InstanceGraph:
+    """Build the instance graph of `program` (window expansion unless `full`)."""
+    return Expander(program, full).run()

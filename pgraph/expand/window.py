@@ -1,0 +1,117 @@
+"""Which loops have identical iterations, so that a two-iteration window expansion is exact.
+
+A loop whose iterations provably produce the same edges is expanded for its first two
+iterations only (`pgraph.expand.expander`): iteration `lo` stands for itself, `lo + 1` for
+the remaining ones. Only deps and the regions the TensorMap compares decide edges, so a loop
+is identical when neither depends on its variable, an auto-scope `out` argument does not
+add a TensorMap entry per iteration on a buffer that outlives it, and the per-iteration
+slabs of persistent written buffers are disjoint.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pgraph.expr import free_vars
+from pgraph.ir import program as ir
+from pgraph.ir.instances import boxes_overlap
+from pgraph.ir.queries import Evaluator, Window, outlives_iteration, roots
+from pgraph.kinds import AccessKind, Direction, ScopeMode
+
+#: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
+SLAB_CHECK_BUDGET = 200_000
+
+
+def identical_loops(p: ir.Program) -> set[int]:
+    """The loops whose iterations are identical (see the module docstring).
+
+    The TensorMap sees the call's argument regions, so those count as well as the accesses.
+    An auto-scope `out` argument (OUTPUT_EXISTING: insert without lookup, older entries stay)
+    on a buffer that outlives one iteration makes the iterations differ: every iteration adds
+    an entry, and each later reader gets one more edge.
+    """
+    auto = [d for d in p.dispatches if p.scopes[d.scope].mode is ScopeMode.AUTO]
+    written = {r for d in auto for a in d.accesses if a.kind is not AccessKind.READ for r in roots(p, a.region.tensor)}
+    written |= {r for d in auto for a in d.args if a.region is not None and a.param.direction is not Direction.IN
+                for r in roots(p, a.region.tensor)}
+    written_any = {r for d in p.dispatches for a in d.accesses if a.kind is not AccessKind.READ
+                   for r in roots(p, a.region.tensor)}
+    out = set()
+    for loop in p.loops:
+        if _identical(p, loop, written) and slabs_disjoint(p, loop, written_any):
+            out.add(loop.id)
+    return out
+
+
+def _identical(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
+    var = loop.axis.var
+    for d in p.dispatches:
+        if loop.id not in d.loops:
+            continue
+        exprs = [e for dep in d.deps for sel in dep.sels or () for e in (sel.a, sel.b)]
+        if p.scopes[d.scope].mode is ScopeMode.AUTO:
+            regions = [a.region for a in d.accesses] + [a.region for a in d.args if a.region is not None]
+            exprs += [e for r in regions if roots(p, r.tensor) & written for dim in r.dims or () for e in (dim.a, dim.b)]
+            if any(a.region is not None and a.param.direction is Direction.OUT
+                   and outlives_iteration(p, a.region.tensor, loop.id) for a in d.args):
+                return False
+        if any(e is not None and var in free_vars(e) for e in exprs):
+            return False
+    return True
+
+
+def slabs_disjoint(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
+    """Regions that use the loop variable on a written buffer that outlives one iteration must
+    give every iteration its own slab (e.g. `k_cache[L*CACHE_ROWS +: CACHE_ROWS, :]`).
+
+    The window expands two iterations, so it only sees conflicts between neighbours; `g[L % 4]`
+    makes iterations 0 and 4 clash unseen. Each such region's bounding box is evaluated for
+    every iteration (over all task, block and item indices); overlapping boxes of different
+    iterations, or a region too costly to evaluate, make the loop expand in full. `written`
+    holds the roots of every buffer some task writes (the same for every loop).
+    """
+    var = loop.axis.var
+    ev = Evaluator()
+    boxes: dict[str, list[tuple[int, str, tuple[tuple[int, int], ...]]]] = {}
+    budget = SLAB_CHECK_BUDGET
+    for d in p.dispatches:
+        if loop.id not in d.loops:
+            continue
+        for acc in d.accesses:
+            region = acc.region
+            exprs = [e for dim in region.dims or () for e in (dim.a, dim.b) if e is not None]
+            if not any(var in free_vars(e) for e in exprs):
+                continue
+            if not (roots(p, region.tensor) & written) or not outlives_iteration(p, region.tensor, loop.id):
+                continue
+            axes = [*d.task_axes, *d.block_axes, *(ir.IAxis(i.var, i.lo, i.hi, acc.span) for i in acc.items)]
+            free = set().union(*(free_vars(e) for e in exprs)) - {var} - {a.var for a in axes}
+            budget -= math.prod(a.size for a in axes) * loop.axis.size
+            if free or budget < 0:
+                return False  # another loop's variable, or too many points: expand in full
+            tensor = p.tensors[region.tensor]
+            for value in range(loop.axis.lo, loop.axis.hi):
+                box = ev.region_bbox(region, tensor.shape, axes, {var: value})
+                if box is None:
+                    return False
+                boxes.setdefault(tensor.root, []).append((value, tensor.name, box))
+    for entries in boxes.values():
+        for i, (va, ta, ba) in enumerate(entries):
+            for vb, tb, bb in entries[i + 1:]:
+                if va != vb and boxes_overlap(ba, ta, bb, tb, p.tensors):
+                    return False
+    return True
+
+
+def make_window(p: ir.Program, full: bool) -> Window:
+    """Every loop's enumerated iterations: all of them with `full` or when the loop differs per
+    iteration or has at most two, else the two-iteration window with its weights."""
+    same = set() if full else identical_loops(p)
+    its: dict[int, list[tuple[int, int]]] = {}
+    for lp in p.loops:
+        a = lp.axis
+        if lp.id not in same or a.size <= 2:
+            its[lp.id] = [(v, 1) for v in range(a.lo, a.hi)]
+        else:
+            its[lp.id] = [(a.lo, 1), (a.lo + 1, a.size - 1)]
+    return Window(its)

@@ -1,0 +1,200 @@
+"""The forms of declarations that the grammar does not fix, checked on the AST.
+
+The grammar lets a task keyword take any index space, flags and body so that a misplaced
+piece gets a precise diagnostic instead of a parse error. Checked here, before any name is
+resolved: an `at` takes no index space and `spmd`/`parallel`/`tiles` need one (PG020); a
+dummy takes no body, waves belong to `tiles`, an item loop holds lets and accesses only, an
+`external` tensor is a top-level declaration and every other tensor is not (PG019); `tiles`
+needs a wave (PG021); a compute task calls exactly one kernel (PG028, PG003); names are
+declared once per index space, kernel and tile set (PG003); a kernel's scalars come after
+its tensors (PG025); flags are given once and `sync_start` is for SPMD grids (PG036); unit
+suffixes are not part of the language (PG001).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from pgraph.diagnostics import DiagnosticBag, Note, Severity
+from pgraph.expr import show
+from pgraph.frontend import ast
+from pgraph.frontend.loader import Loaded
+from pgraph.kinds import Direction, Flag, TaskKind, unhandled
+from pgraph.source import Span
+
+#: Multiplier of each byte unit (decimal and binary prefixes), for the fix the PG001 hint shows.
+BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KiB": 2**10, "MiB": 2**20,
+              "GiB": 2**30, "TiB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
+#: Costs are in µs: the factor that turns each time unit into µs.
+TIME_UNITS = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
+
+
+class _Forms:
+    def __init__(self, loaded: Loaded, bag: DiagnosticBag) -> None:
+        self.loaded = loaded
+        self.bag = bag
+
+    def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (), hint: str | None = None,
+            severity: Severity | None = None) -> None:
+        self.bag.add(code, message, span, notes, hint, severity)  # the pipeline's hooks add the include chain
+
+    def dups(self, items: Iterable[tuple[str, Span]], what: str) -> None:
+        seen: dict[str, Span] = {}
+        for name, span in items:
+            if name in seen:
+                self.err("PG003", f"{what} '{name}' is declared twice", span, [Note("first declared here", seen[name])],
+                         hint="rename one of them")
+            else:
+                seen[name] = span
+
+    # ---- top level ----
+    def items(self, items: Sequence[ast.Item]) -> None:
+        for item in items:
+            match item:
+                case ast.TensorDecl():
+                    if not item.external:
+                        self.err("PG019", f"top-level tensor '{item.name}' must be `external` (an orchestration "
+                                 "argument)", item.span,
+                                 hint="add `external`, or declare it inside a scope to allocate it there")
+                case ast.KernelDecl():
+                    self.kernel(item)
+                case ast.Target():
+                    for ti in item.items:
+                        self.unit(ti.key, ti.unit, ti.unit_span, ti.expr, target=True)
+                case ast.Cost():
+                    self.unit(item.name, item.unit, item.unit_span, item.expr, target=False)
+                case ast.Entry() | ast.Fragment():
+                    self.block(item.block)
+                case ast.Const() | ast.Assert() | ast.ScalarDecl() | ast.ViewDecl() | ast.Include():
+                    pass
+                case _:
+                    unhandled(item)
+
+    def kernel(self, k: ast.KernelDecl) -> None:
+        self.dups(((p.name, p.span) for p in k.params), "parameter")
+        seen_scalar: ast.Param | None = None
+        for p in k.params:
+            if p.direction is Direction.SCALAR:
+                seen_scalar = seen_scalar or p
+            elif seen_scalar is not None:
+                self.err("PG025", f"tensor parameter '{p.name}' follows scalar '{seen_scalar.name}'", p.span,
+                         [Note("first scalar parameter", seen_scalar.span)],
+                         hint="the runtime packs all tensors before any scalar (CoreTaskArgs: code 5 otherwise); "
+                              "move the scalars last")
+
+    def unit(self, key: str, unit: str | None, span: Span | None, expr: ast.Expr, target: bool) -> None:
+        if unit is None or span is None:
+            return
+        value = show(expr)
+        if target and key == "heap" and unit in BYTE_UNITS:
+            fix = f"`heap = {value} * {BYTE_UNITS[unit]}` ({unit} in bytes)" if BYTE_UNITS[unit] != 1 else \
+                f"`heap = {value}`"
+            hint = f"limits are plain numbers and the heap is in bytes: write {fix}"
+        elif target:
+            hint = f"`{key}` is a plain count: write `{key} = {value}`"
+        elif unit in TIME_UNITS:
+            factor = TIME_UNITS[unit]
+            fix = f"`cost {key} = {value}`" if factor == 1 else f"`cost {key} = {value} * {factor}`"
+            hint = f"costs are plain numbers of µs: write {fix}"
+        else:
+            hint = f"costs are plain numbers of µs: write `cost {key} = {value}`"
+        self.err("PG001", f"unit suffix `{unit}` is not part of the language", span, hint=hint)
+
+    # ---- statements ----
+    def block(self, block: ast.Block) -> None:
+        for stmt in block.stmts:
+            match stmt:
+                case ast.TensorDecl():
+                    if stmt.external:
+                        self.err("PG019", f"tensor '{stmt.name}' is declared `external` inside a block; an "
+                                 "orchestration argument is a top-level declaration", stmt.span,
+                                 hint="move the declaration to the top level of the file, or drop `external` to "
+                                      "allocate the tensor in this scope")
+                case ast.Task():
+                    self.task(stmt)
+                case ast.ScopeStmt() | ast.ForStmt() | ast.PhaseStmt() | ast.InterleaveStmt():
+                    self.block(stmt.block)
+                case ast.ViewDecl() | ast.Let() | ast.Assert() | ast.TaskIds() | ast.Use():
+                    pass
+                case _:
+                    unhandled(stmt)
+
+    def task(self, t: ast.Task) -> None:
+        self.dups(((a.var, a.span) for a in t.axes), "index variable")
+        if t.kind is TaskKind.AT and t.axes:
+            self.err("PG020", f"`at {t.name}` is one task with one block; it takes no index space", t.axes[0].span,
+                     hint="use `spmd` for blocks of one task, `parallel` for separate tasks, `tiles` for waves")
+        if t.kind in (TaskKind.SPMD, TaskKind.PARALLEL, TaskKind.TILES) and not t.axes:
+            self.err("PG020", f"`{t.kind} {t.name}` needs an index space, e.g. `[i in 0..N]`", t.name_span)
+        self.flags(t)
+        if t.kind is TaskKind.DUMMY:
+            if t.body:
+                self.err("PG019", f"dummy '{t.name}' is dependency-only and takes no body", t.span,
+                         hint="a dummy has no kernel; use `at` for a task that does work")
+            return
+        waves = [b for b in t.body if isinstance(b, ast.Wave)]
+        if t.kind is not TaskKind.TILES and waves:
+            self.err("PG019", "waves belong to a `tiles` declaration", waves[0].span)
+        if t.kind is TaskKind.TILES and not waves:
+            self.err("PG021", f"tiles '{t.name}' declares no wave", t.name_span,
+                     hint="add `wave NAME ... : parallel|spmd ...` lines that cover every tile once")
+        self.dups(((w.name, w.span) for w in waves), "wave")
+        for w in waves:
+            self.dups(((a.var, a.span) for a in w.axes), "index variable")
+        calls = [b for b in t.body if isinstance(b, ast.Call)]
+        for extra in calls[1:]:
+            self.err("PG003", "a task calls one kernel", extra.span, [Note("first call", calls[0].span)])
+        if not calls:
+            self.err("PG028", f"task '{t.name}' has no `call`", t.name_span,
+                     hint="add `call KERNEL(args)`; a task that only orders others is a `dummy`")
+        for b in t.body:
+            if isinstance(b, ast.ItemLoop):
+                for sub in b.items:
+                    if not isinstance(sub, (ast.Let, ast.Access)):
+                        self.err("PG019", "only `let` and access clauses may stand in an item loop", sub.span)
+
+    def flags(self, t: ast.Task) -> None:
+        """PG036: a flag given twice (warning), `sync_start` on anything but an SPMD grid (error)."""
+        self.repeated(t.flags, t.flag_spans, f"'{t.name}'")
+        waves = [b for b in t.body if isinstance(b, ast.Wave)] if t.kind is TaskKind.TILES else []
+        for w in waves:
+            self.repeated(w.flags, w.flag_spans, f"wave '{w.name}'")
+            for f, span in zip(w.flags, w.flag_spans):
+                if f in t.flags:
+                    first = t.flag_spans[t.flags.index(f)]
+                    self.err("PG036", f"wave '{w.name}' repeats the `{f}` flag of its declaration '{t.name}'", span,
+                             [Note("the declaration's flag", first)], severity=Severity.WARNING,
+                             hint=f"drop one of the two: a flag on `tiles {t.name}` applies to every wave")
+        if t.kind is TaskKind.TILES:
+            if Flag.SYNC_START in t.flags:
+                for w in waves:
+                    if w.kind is not TaskKind.SPMD:
+                        span = t.flag_spans[t.flags.index(Flag.SYNC_START)]
+                        self.err("PG036", f"`sync_start` on '{t.name}' applies to its `parallel` wave '{w.name}': "
+                                 "only an SPMD grid starts its blocks together", span, [Note("the wave", w.span)],
+                                 hint="put `sync_start` on the SPMD wave line instead of the declaration")
+            for w in waves:
+                if w.kind is not TaskKind.SPMD and Flag.SYNC_START in w.flags:
+                    span = w.flag_spans[w.flags.index(Flag.SYNC_START)]
+                    self.err("PG036", f"`sync_start` on `parallel` wave '{w.name}': only an SPMD grid starts its "
+                             "blocks together", span, hint="drop `sync_start`, or make the wave `spmd`")
+        elif t.kind is not TaskKind.SPMD and Flag.SYNC_START in t.flags:
+            span = t.flag_spans[t.flags.index(Flag.SYNC_START)]
+            what = "a dummy" if t.kind is TaskKind.DUMMY else f"`{t.kind}` task"
+            self.err("PG036", f"`sync_start` on {what} '{t.name}': only an SPMD grid starts its blocks together "
+                     "(simpler: require_sync_start launches a grid's blocks all-or-nothing)", span,
+                     hint="drop `sync_start`, or make the task an `spmd` grid")
+
+    def repeated(self, flags: Sequence[Flag], spans: Sequence[Span], owner: str) -> None:
+        seen: dict[Flag, Span] = {}
+        for f, span in zip(flags, spans):
+            if f in seen:
+                self.err("PG036", f"the `{f}` flag of {owner} is given twice", span,
+                         [Note("first given here", seen[f])], severity=Severity.WARNING, hint="drop the second one")
+            else:
+                seen[f] = span
+
+
+def check_forms(loaded: Loaded, bag: DiagnosticBag) -> None:
+    """Report every form error of the loaded files (see the module docstring)."""
+    _Forms(loaded, bag).items(loaded.items)

@@ -1,0 +1,88 @@
+"""Constant overrides from the command line: `-D NAME=VALUE`, `--config NAME|FILE.pgl`, `--layers N`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.expr import MAX_INT_BITS, Expr, Num
+from pgraph.frontend import ast
+from pgraph.frontend.loader import UsageError, read_spec
+from pgraph.frontend.parser import parse_source
+from pgraph.source import SourceFile, Span
+
+
+@attrs.frozen
+class Override:
+    """A constant override: from `-D NAME=VALUE` (a `<command line>` span) or a `--config` file."""
+
+    name: str
+    expr: Expr
+    span: Span | None
+    origin: str
+
+
+def parse_define(text: str) -> tuple[str, int]:
+    """`NAME=VALUE` (integer VALUE, underscores allowed) -> (NAME, VALUE); UsageError otherwise."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):  # the grammar's NAME
+        raise UsageError(f"-D expects NAME=VALUE, got '{text}'")
+    digits = value.strip()
+    if not re.fullmatch(r"[+-]?[0-9][0-9_]*", digits):  # the grammar's INT (ASCII digits), with a sign
+        raise UsageError(f"-D {name}: '{value}' is not an integer")
+    number = int(digits.replace("_", ""))
+    if number.bit_length() > MAX_INT_BITS:
+        raise UsageError(f"-D {name}: the value exceeds 2**{MAX_INT_BITS} in magnitude")
+    return name, number
+
+
+def resolve_config(spec: Path, config: str) -> Path:
+    """A config is a .pgl path, or a name looked up as `<dir>/configs/<name>.pgl`, where <dir> is
+    the spec's directory or, failing that, the nearest parent directory that has one."""
+    direct = Path(config)
+    if config.endswith(".pgl") or "/" in config:
+        if direct.is_file():
+            return direct
+        raise UsageError(f"config file '{config}' not found")
+    named = spec.parent / "configs" / f"{config}.pgl"
+    for folder in (spec.parent, *spec.parent.parents):
+        candidate = folder / "configs" / f"{config}.pgl"
+        if candidate.is_file():
+            return candidate  # the nearest configs/ up the tree (specs/variants/x.pgl -> specs/configs)
+    raise UsageError(f"no config named '{config}' (looked for {named} and in the parent directories)")
+
+
+def collect_overrides(spec: Path, config: str | None, defines: Sequence[tuple[str, int]], layers: int | None,
+                      bag: DiagnosticBag) -> list[Override]:
+    """The overrides of one run, in precedence order (a later one of a name wins).
+
+    The config file may hold only `const` lines (PG019 otherwise, PG003 for a name given twice).
+    """
+    out: dict[str, Override] = {}
+    if config is not None:
+        path = resolve_config(spec, config)
+        file = read_spec(path)
+        module = parse_source(file, bag)
+        for item in module.items if module else ():
+            if isinstance(item, ast.Const):
+                if item.name in out:  # a second override of one constant would silently win
+                    bag.add("PG003", f"constant '{item.name}' is overridden twice in the config file", item.span,
+                            [Note("first override", out[item.name].span)], hint="keep one of the two lines")
+                    continue
+                out[item.name] = Override(item.name, item.expr, item.span, f"--config {file.display}")
+            else:
+                bag.add("PG019", "a config file holds only `const` overrides", item.span)  # type: ignore[union-attr]
+    all_defines = list(defines)
+    if layers is not None:
+        all_defines.append(("NUM_LAYERS", layers))
+    for name, value in all_defines:
+        text = f"-D {name}={value}"
+        file = SourceFile("<command line>", text)
+        span = Span(file, 1, 1, 1, len(text) + 1)
+        out[name] = Override(name, Num(value, span), span, f"-D {name}")
+    return list(out.values())

@@ -1,0 +1,266 @@
+"""Queries on the Program IR: the one evaluator of regions, selections, buffers and windows.
+
+Every stage that needs to know what a region, a dep selection or a name means at given
+index values asks here: the expander (instances), the checks (shapes, waves), the NumPy
+binder (per-block views) and the a2a3 backend (views). Nothing here reports a diagnostic;
+failures are exceptions (`RegionError`, `pgraph.expr.EvalError`) the caller turns into one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import attrs
+
+from pgraph.expr import Compiled, EvalError, Expr, compile_expr, evaluate, free_vars, substitute
+from pgraph.ir import program as ir
+from pgraph.kinds import CarryKind, DimKind, Storage
+
+Box = tuple[tuple[int, int], ...]
+BufferKey = tuple[str, tuple[int, ...]]
+Env = Mapping[str, int]
+
+__all__ = ["Box", "BufferKey", "Evaluator", "EvalError", "RegionError", "axis_values", "representative_iteration"]
+
+
+class RegionError(Exception):
+    """A region evaluates to a negative extent or leaves its tensor (PG006 / PG007 at the caller)."""
+
+    def __init__(self, kind: str, tensor: str, lo: int, hi: int, size: int) -> None:
+        super().__init__(f"{tensor}: {lo}..{hi} of {size}")
+        self.kind = kind          # 'negative' or 'bounds'
+        self.tensor = tensor
+        self.lo = lo
+        self.hi = hi
+        self.size = size
+
+
+def axis_values(axes: Sequence[ir.IAxis]) -> Iterator[tuple[int, ...]]:
+    """Every index tuple of `axes`, row-major (empty ranges give none)."""
+    return itertools.product(*(range(a.lo, a.hi) for a in axes))
+
+
+def representative_iteration(axis: ir.IAxis) -> int | None:
+    """The iteration of a loop that stands for 'one iteration' in reports and pictures.
+
+    The second iteration when there are two or more (the window expansion weights it for the
+    remaining ones, and it receives carried values like every later iteration), the only one
+    when there is one, None for an empty loop.
+    """
+    if axis.size <= 0:
+        return None
+    return axis.lo + 1 if axis.size >= 2 else axis.lo
+
+
+class Evaluator:
+    """Evaluates IR expressions with a cache of compiled closures (one per expression node)."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[int, tuple[Expr, Compiled]] = {}
+
+    def compiled(self, expr: Expr) -> Compiled:
+        """`expr` compiled to `env -> int` (cached by node identity)."""
+        hit = self._compiled.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        f = compile_expr(expr)
+        self._compiled[id(expr)] = (expr, f)  # the node is kept alive, so its id stays unique
+        return f
+
+    def __call__(self, expr: Expr, env: Env) -> int:
+        return self.compiled(expr)(env)
+
+    def interval(self, kind: DimKind, a: Expr | None, b: Expr | None, env: Env, size: int = 0) -> tuple[int, int]:
+        """[lo, hi) of one slice or tile selection: ALL is 0..size, INDEX a, EXTENT a +: b, RANGE a:b (a..b)."""
+        match kind:
+            case DimKind.ALL:
+                return 0, size
+            case DimKind.INDEX:
+                assert a is not None
+                lo = self(a, env)
+                return lo, lo + 1
+            case DimKind.EXTENT:
+                assert a is not None and b is not None
+                lo = self(a, env)
+                return lo, lo + self(b, env)
+            case DimKind.RANGE:
+                assert a is not None and b is not None
+                return self(a, env), self(b, env)
+        raise AssertionError(kind)  # pragma: no cover - DimKind is closed
+
+    def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: Env) -> Box:
+        """The box ((lo, hi) per dimension) of `region` on a tensor of `shape` at `env`.
+
+        Raises RegionError for a negative extent or a box outside the tensor, EvalError for an
+        expression that cannot be evaluated (a missing name, division by zero).
+        """
+        if region.dims is None:
+            return tuple((0, n) for n in shape)
+        box = []
+        for dim, n in zip(region.dims, shape):
+            lo, hi = self.interval(dim.kind, dim.a, dim.b, env, n)
+            if hi < lo:
+                raise RegionError("negative", region.tensor, lo, hi, n)
+            if lo < 0 or hi > n:
+                raise RegionError("bounds", region.tensor, lo, hi, n)
+            box.append((lo, hi))
+        return tuple(box)
+
+    def selection(self, sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis], env: Env) -> list[range]:
+        """Per tile axis, the range of tile indices a dep selects (None: every tile).
+
+        Ranges are not clipped: a selection outside the axis is the caller's PG026.
+        """
+        if sels is None:
+            return [range(a.lo, a.hi) for a in axes]
+        out = []
+        for sel, axis in zip(sels, axes):
+            if sel.kind is DimKind.ALL:
+                out.append(range(axis.lo, axis.hi))
+                continue
+            lo, hi = self.interval(sel.kind, sel.a, sel.b, env)
+            out.append(range(lo, max(lo, hi)))
+        return out
+
+    def region_bbox(self, region: ir.RegionRef, shape: tuple[int, ...], axes: Sequence[ir.IAxis],
+                    env0: Env) -> Box | None:
+        """Bounding box of `region` over every value of `axes` (None if an expression fails or
+        the region leaves the tensor at some point; empty axes give None)."""
+        box: list[tuple[int, int]] | None = None
+        for values in axis_values(axes):
+            env = dict(env0)
+            env.update({a.var: v for a, v in zip(axes, values)})
+            try:
+                cur = self.region_box(region, shape, env)
+            except (EvalError, RegionError):
+                return None
+            box = list(cur) if box is None else [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(box, cur)]
+        return tuple(box) if box is not None else None
+
+
+def region_shape(region: ir.RegionRef, shape: tuple[int, ...]) -> list[int] | None:
+    """The shape a region passes (single indices drop their dimension), with every free index at 0.
+
+    None when an extent cannot be evaluated that way.
+    """
+    if region.dims is None:
+        return list(shape)
+    out = []
+    for dim, full in zip(region.dims, shape):
+        if dim.kind is DimKind.ALL:
+            out.append(full)
+            continue
+        if dim.kind is DimKind.INDEX:
+            continue
+        assert dim.a is not None and dim.b is not None
+        try:
+            if dim.kind is DimKind.EXTENT:
+                value = evaluate(substitute(dim.b, {}), _zeros(dim.b))
+            else:
+                value = evaluate(dim.b, _zeros(dim.b)) - evaluate(dim.a, _zeros(dim.a))
+        except EvalError:
+            return None
+        out.append(value)
+    return out
+
+
+def _zeros(expr: Expr) -> dict[str, int]:
+    return {name: 0 for name in free_vars(expr)}
+
+
+# ---- names and buffers ---------------------------------------------------------------
+
+
+def tensor_of(p: ir.Program, name: str) -> ir.Tensor | None:
+    """The tensor a region name stands for: the tensor itself, or a tensor carry's initial tensor."""
+    t = p.tensors.get(name)
+    if t is not None:
+        return t
+    carry = p.carries.get(name)
+    if carry is not None and carry.kind is CarryKind.TENSOR:
+        return p.tensors.get(carry.init)
+    return None
+
+
+def root(p: ir.Program, name: str) -> str:
+    """The buffer a name's elements live in: a tensor's root (a view's base), a tensor carry's own name."""
+    t = p.tensors.get(name)
+    if t is not None:
+        return t.root
+    return name
+
+
+def roots(p: ir.Program, name: str) -> set[str]:
+    """The buffers `name` may stand for: its root tensor, or for a tensor carry the carry and the
+    roots of INIT and NEXT (a write through `cur` writes hidden0 in layer 0, a layer's output later)."""
+    carry = p.carries.get(name)
+    if carry is None or carry.kind is not CarryKind.TENSOR:
+        return {root(p, name)}
+    return {carry.name, root(p, carry.init), root(p, carry.next)}
+
+
+def outlives_iteration(p: ir.Program, name: str, lid: int) -> bool:
+    """True when tensor `name` is one buffer for every iteration of loop `lid` (external, or
+    allocated outside the loop); a carry alias names the previous iteration's buffer."""
+    if name in p.carries:
+        return False
+    t = p.tensors.get(name)
+    if t is None:
+        return False
+    base = p.tensors.get(t.root, t)
+    return base.storage is Storage.EXTERNAL or lid not in base.loops
+
+
+def resolve_buffer(p: ir.Program, name: str, iters_by_loop: Mapping[int, int],
+                   last_iteration: Callable[[int], int | None]) -> tuple[str, BufferKey]:
+    """Resolve a tensor or tensor carry name to (tensor name, buffer instance key).
+
+    A buffer instance key is (root tensor, the iterations of the loops that allocate it
+    anew); external tensors have one instance. A carry in iteration `v` of its loop is INIT in
+    the first iteration and NEXT of iteration `v - 1` afterwards; after the loop it is NEXT of
+    the last iteration (`last_iteration(loop)`, None when the loop runs no iteration).
+    """
+    carry = p.carries.get(name)
+    if carry is not None and carry.kind is CarryKind.TENSOR:
+        lp = p.carry_loop(name)
+        value = iters_by_loop.get(lp.id)
+        if value is None:
+            last = last_iteration(lp.id)
+            if last is None:
+                return resolve_buffer(p, carry.init, iters_by_loop, last_iteration)
+            return resolve_buffer(p, carry.next, {**iters_by_loop, lp.id: last}, last_iteration)
+        if value == lp.axis.lo:
+            return resolve_buffer(p, carry.init, iters_by_loop, last_iteration)
+        return resolve_buffer(p, carry.next, {**iters_by_loop, lp.id: value - 1}, last_iteration)
+    t = p.tensors[name]
+    base = p.tensors[t.root]
+    if base.storage is Storage.EXTERNAL:
+        return name, (base.name, ())
+    its = []
+    for lid in base.loops:
+        v = iters_by_loop.get(lid)
+        if v is None:
+            v = last_iteration(lid)
+        its.append(v if v is not None else 0)
+    return name, (base.name, tuple(its))
+
+
+@attrs.frozen
+class Window:
+    """Which iterations of each loop an expansion enumerates, with the weight each stands for.
+
+    `iterations[loop]` is [(value, weight), ...]: every iteration with weight 1, or the window
+    [(lo, 1), (lo + 1, size - 1)] of a loop whose iterations are identical.
+    """
+
+    iterations: dict[int, list[tuple[int, int]]]
+
+    def last(self, lid: int) -> int | None:
+        """The last enumerated iteration of loop `lid` (None: the loop runs no iteration)."""
+        its = self.iterations.get(lid, [])
+        return its[-1][0] if its else None
+
+    def weight(self, lid: int, value: int) -> int:
+        """How many iterations `value` stands for (1 outside the window)."""
+        return dict(self.iterations.get(lid, [])).get(value, 1)

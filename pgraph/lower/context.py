@@ -1,0 +1,268 @@
+"""The state of one lowering run, passed explicitly to every lowering function.
+
+`LowerContext` holds the tables lowering fills (tensors, kernels, scopes, loops, tile sets,
+dispatches, ...), constant folding and name lookup. Lowering resolves names and folds
+constants; it reports only what stops resolution (an undefined or duplicate name, a name of
+the wrong kind, an expression that cannot be folded). Every check of what the resolved
+program means runs later, in `pgraph.plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.expr import EvalError, Expr, Name, Num, evaluate, free_vars, substitute
+from pgraph.frontend import ast
+from pgraph.frontend.loader import Loaded
+from pgraph.frontend.overrides import Override
+from pgraph.ir import program as ir
+from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
+from pgraph.kinds import CarryKind, ScopeKind, ScopeMode
+from pgraph.lower.fragments import FragmentTable
+from pgraph.source import Span
+from pgraph.suggest import closest
+
+#: Longest chain of constants defined by each other (and of nested `use`s) followed.
+MAX_CHAIN = 100
+
+
+class Env:
+    """Names visible in an expression: folded values (lets), and variables left free."""
+
+    def __init__(self, values: Mapping[str, Expr], variables: Iterable[str] = ()) -> None:
+        self.values = dict(values)
+        self.variables = set(variables)
+
+    def child(self) -> Env:
+        """A nested environment: later lets and variables do not leak out of it."""
+        return Env(self.values, self.variables)
+
+
+@attrs.frozen
+class Where:
+    """Where a statement stands: its scope, environment, phase, loops and `interleave` block."""
+
+    scope: int
+    env: Env
+    phase: str | None
+    loops: tuple[int, ...]
+    interleave: int | None = None
+
+    def inner(self, **changes: object) -> Where:
+        """This place with some fields changed (`env` is a child unless given)."""
+        changes.setdefault("env", self.env.child())
+        return attrs.evolve(self, **changes)  # type: ignore[arg-type]
+
+
+class LowerContext:
+    """The tables one lowering run fills, and the folding and lookup every lowering function uses."""
+
+    def __init__(self, loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()) -> None:
+        self.loaded = loaded
+        self.bag = bag
+        self.overrides = {o.name: o for o in overrides}
+        self.const_decls: dict[str, ast.Const] = {}
+        self.consts: dict[str, int] = {}
+        self._const_busy: set[str] = set()
+        self._chain_reported = False
+        self.tensors: dict[str, ir.Tensor] = {}
+        self.scalars: dict[str, ir.ScalarArg] = {}
+        self.kernels: dict[str, ir.Kernel] = {}
+        self.scopes: list[ir.Scope] = []
+        self.loops: list[ir.Loop] = []
+        self.tilesets: dict[str, ir.TileSet] = {}
+        self.dispatches: list[ir.Dispatch] = []
+        self.phases: list[str] = []
+        self.interleaves: list[ir.InterleaveBlock] = []
+        self.carries: dict[str, ir.Carry] = {}
+        self.carry_types: dict[str, ir.Tensor] = {}
+        self.taskids: dict[int, list[tuple[str, Span]]] = {}
+        self.asserts: list[ir.AssertStmt] = []
+        self.target: dict[str, int] = dict(A2A3_DEFAULTS)
+        self.target_items: list[ir.Setting] = []
+        self.costs: dict[str, int] = dict(DEFAULT_COSTS)
+        self.cost_items: list[ir.Setting] = []
+        self.cost_decls: list[ast.Cost] = []
+        self.fragments = FragmentTable()
+        #: Names whose declaration already failed with an error: later uses stay silent.
+        self.failed: set[str] = set()
+
+    # ---- diagnostics ----
+    def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (),
+            hint: str | None = None) -> None:
+        """Report a resolution error (the pipeline's note hooks add the include and `use` chains)."""
+        self.bag.add(code, message, span, notes, hint)
+
+    def dup(self, name: str, span: Span, first: Span, what: str) -> None:
+        """PG003 for a second declaration of `name` (or for a fragment used twice)."""
+        earlier = self.fragments.reused(span, first)
+        if earlier is not None:  # the same declaration again: its fragment is used a second time
+            self.err("PG003", f"{what} '{name}' is declared twice: fragment '{earlier.name}' is used more than once",
+                     span, [Note("the first use declares it", earlier.span)],
+                     hint="each `use` declares the fragment's tasks and tensors again; use it once, or move "
+                          "the declaration out of the fragment")
+            return
+        self.err("PG003", f"{what} '{name}' is declared twice", span,
+                 [Note("first declared here", first)], hint="rename one of them")
+
+    # ---- constants ----
+    def const_value(self, name: str) -> int | None:
+        """The folded value of constant `name` (an override wins), or None (reported) on error."""
+        if name in self.consts:
+            return self.consts[name]
+        decl = self.const_decls.get(name)
+        if decl is None:
+            return None
+        if name in self._const_busy:
+            self.err("PG018", f"constant '{name}' is defined in terms of itself", decl.span)
+            return None
+        if len(self._const_busy) >= MAX_CHAIN:  # each link recurses; stop before Python's limit
+            if not self._chain_reported:
+                self._chain_reported = True
+                self.err("PG018", f"constant '{name}' is reached through a chain of more than {MAX_CHAIN} "
+                         "constants each defined by the next", decl.span,
+                         hint="define the constants in terms of earlier ones")
+            return None
+        self._const_busy.add(name)
+        override = self.overrides.get(name)
+        value = self.eval_const(override.expr if override else decl.expr)
+        self._const_busy.discard(name)
+        if value is not None:
+            self.consts[name] = value
+        return value
+
+    def eval_const(self, expr: Expr, what: str = "a constant expression") -> int | None:
+        """Evaluate an expression that may only use constants (PG002 / PG018 otherwise)."""
+        env: dict[str, int] = {}
+        for name in sorted(free_vars(expr)):
+            node = find_name(expr, name)
+            value = self.const_value(name)
+            if value is None:
+                if name not in self.const_decls:
+                    guess = closest(name, self.const_decls)
+                    self.err("PG002", f"'{name}' is not a declared constant ({what})", node.span if node else None,
+                             hint=f"did you mean '{guess}'?" if guess else
+                             "declare it with `const NAME = ...` or fix the spelling")
+                return None
+            env[name] = value
+        try:
+            return evaluate(expr, env)
+        except EvalError as e:
+            self.err("PG018", e.message, e.span)
+            return None
+
+    def fold(self, expr: Expr, env: Env) -> Expr | None:
+        """Substitute constants and lets; unknown names are PG002. Returns None on error."""
+        ok = True
+        values: dict[str, Expr] = {}
+        for name in free_vars(expr):
+            if name in env.variables:
+                continue
+            if name in env.values:
+                values[name] = env.values[name]
+                continue
+            node = find_name(expr, name)
+            value = self.const_value(name) if name in self.const_decls else None
+            if value is None:
+                if name not in self.const_decls:
+                    guess = closest(name, [*self.const_decls, *env.values, *env.variables])
+                    self.err("PG002", f"'{name}' is not defined here", node.span if node else None,
+                             hint=f"did you mean '{guess}'?" if guess else
+                             "declare it (const, let, index variable or loop variable) before use")
+                ok = False
+                continue
+            values[name] = Num(value, node.span if node else expr.span)
+        if not ok:
+            return None
+        try:
+            return substitute(expr, values)
+        except EvalError as e:
+            self.err("PG018", e.message, e.span)
+            return None
+
+    def fold_int(self, expr: Expr, env: Env, what: str) -> int | None:
+        """Fold to a constant integer; free variables are an error (PG018)."""
+        folded = self.fold(expr, env)
+        if folded is None:
+            return None
+        if not isinstance(folded, Num):
+            names = ", ".join(sorted(free_vars(folded)))
+            self.err("PG018", f"{what} must be a constant, but it depends on {names}", expr.span)
+            return None
+        return folded.value
+
+    # ---- lookups ----
+    def in_manual(self, scope: int) -> bool:
+        """True when `scope` is a manual scope."""
+        return self.scopes[scope].mode is ScopeMode.MANUAL
+
+    def ancestors(self, scope: int) -> list[int]:
+        """`scope` and its enclosing scopes so far, innermost first (ir.scope_chain)."""
+        return ir.scope_chain(self.scopes, scope)
+
+    def tensor_type(self, name: str) -> ir.Tensor | None:
+        """The tensor a region name stands for (a tensor carry: its initial tensor)."""
+        if name in self.tensors:
+            return self.tensors[name]
+        return self.carry_types.get(name)
+
+    def root_of(self, name: str) -> str:
+        """The buffer a name's elements live in (pgraph.ir.queries.root, while tables are open)."""
+        t = self.tensors.get(name)
+        if t is not None:
+            return t.root
+        return name
+
+    def let_shadows(self, stmt: ast.Let, env: Env) -> bool:
+        """PG003 for a `let` named like an index or loop variable in scope (the variable would win
+        every lookup, so the let would be silently ignored)."""
+        if stmt.name not in env.variables:
+            return False
+        self.err("PG003", f"let '{stmt.name}' reuses the name of an index or loop variable in scope", stmt.span,
+                 hint="rename the let: an index or loop variable is not rebound by `let`")
+        return True
+
+    def new_scope(self, mode: ScopeMode, parent: int | None, kind: ScopeKind, span: Span, ring: int | None = None,
+                  loop: int | None = None, interleave: int | None = None) -> int:
+        """Open a scope record (depth from its parent) and return its id."""
+        depth = 1 if parent is None else self.scopes[parent].depth + 1
+        sid = len(self.scopes)
+        self.scopes.append(ir.Scope(sid, mode, depth, parent, kind, span, ring, loop, (), interleave))
+        return sid
+
+    def alloc_scope(self, scope: int | None) -> int | None:
+        """Allocations in a manual scope are hoisted to the nearest enclosing non-manual scope."""
+        cur = scope
+        while cur is not None and self.scopes[cur].mode is ScopeMode.MANUAL:
+            cur = self.scopes[cur].parent
+        return cur
+
+    def task_carry(self, name: str) -> bool:
+        """True when `name` is a TaskId carry."""
+        carry = self.carries.get(name)
+        return carry is not None and carry.kind is CarryKind.TASK
+
+
+def find_name(expr: Expr, name: str) -> Name | None:
+    """The first `Name` node called `name` in `expr` (for the caret of a diagnostic)."""
+    if isinstance(expr, Name):
+        return expr if expr.id == name else None
+    if isinstance(expr, (ast.Neg, ast.Not)):
+        return find_name(expr.operand, name)
+    if isinstance(expr, ast.Func):
+        for a in expr.args:
+            found = find_name(a, name)
+            if found:
+                return found
+        return None
+    if isinstance(expr, ast.BinOp):
+        return find_name(expr.left, name) or find_name(expr.right, name)
+    return None
+
+
+def head(span: Span, keyword: str) -> Span:
+    """The first `len(keyword)` columns of `span`: carets under a statement's keyword, not its block."""
+    return attrs.evolve(span, end_line=span.line, end_col=span.col + len(keyword))

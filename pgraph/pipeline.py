@@ -1,0 +1,208 @@
+"""The pipeline: every stage and every check, in order. The only module that knows the order.
+
+    read -> parse + includes -> lower (names, constants) -> forms -> program checks
+         -> expand -> expansion checks -> planner passes -> Plan -> backends
+
+A stage that reports an error stops the pipeline (lowering and the form checks run
+together, so one run reports both). With `Options.verify` (or PGRAPH_VERIFY=1 in the
+environment, which the tests set) the IR verifier runs after lowering and after expansion.
+`run_until` stops after a named stage for `--emit ast|ir|graph|plan`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from pgraph.diagnostics import DiagnosticBag
+from pgraph.expand.expander import Expander
+from pgraph.expand.window import make_window
+from pgraph.frontend.forms import check_forms
+from pgraph.frontend.loader import Loaded, UsageError, load_program_files, read_spec
+from pgraph.frontend.overrides import Override, collect_overrides, parse_define
+from pgraph.ir import verify
+from pgraph.ir.instances import InstanceGraph
+from pgraph.ir.program import Program
+from pgraph.kinds import InternalError
+from pgraph.lower.lowerer import lower
+from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
+from pgraph.plan.counts import CountsPass
+from pgraph.plan.critical_path import CriticalPathPass
+from pgraph.plan.cycles import CyclesPass
+from pgraph.plan.declarations import AssertsCheck, CarriesCheck, SettingsCheck, ShapesCheck
+from pgraph.plan.early_dispatch import DummyEffectPass, EarlyDispatchPass
+from pgraph.plan.expansion_issues import ExpansionIssuesPass
+from pgraph.plan.hygiene import DeadTaskPass, DuplicateDepsPass, FunnelPass, RedundantEdgePass, UnusedTensorPass
+from pgraph.plan.limits import TaskLimitsCheck, ViewLimitsPass
+from pgraph.plan.races import FalseSerializationPass, RacePass, SpmdOverlapPass
+from pgraph.plan.reach import ReachPass
+from pgraph.plan.regions import RangesCheck, RanksCheck
+from pgraph.plan.rings import RingsPass
+from pgraph.plan.scope_table import ScopeTablePass
+from pgraph.plan.scopes import ScopeNestingCheck, VisibilityCheck
+from pgraph.plan.signatures import SignaturesCheck
+from pgraph.plan.size import check_expansion_size
+from pgraph.plan.waves import WaveDepsCheck, WavesCheck
+
+__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "parse_define", "plan_program", "run_until"]
+
+#: Checks of the resolved Program, before anything is expanded (pgraph.plan.base.ProgramCheck),
+#: in two tiers: the declarations themselves, then their uses (which trust the first tier).
+DECLARATION_CHECKS: tuple[ProgramCheck, ...] = (
+    ShapesCheck(),          # PG006/PG018 dimensions, PG024 view sizes
+    SettingsCheck(),        # PG006 target limits and costs
+    AssertsCheck(),         # PG008 asserts (PG018: non-constant ones)
+    CarriesCheck(),         # PG029 loop carries
+    ScopeNestingCheck(),    # PG022 nesting, PG023 stated rings, PG035 interleave content
+    RangesCheck(),          # PG006 negative loop, index and item ranges
+    RanksCheck(),           # PG020 region and dep-selection ranks
+    WavesCheck(),           # PG026 waves outside the tile space, PG021 wave coverage
+)
+USE_CHECKS: tuple[ProgramCheck, ...] = (
+    WaveDepsCheck(),        # PG027 deps using SPMD block indices
+    SignaturesCheck(),      # PG009-PG012 calls against kernel signatures
+    VisibilityCheck(),      # PG014 TaskIds of closed scopes, PG037 buffers of closed scopes
+    TaskLimitsCheck(),      # PG113 sync_start occupancy, PG114 argument and tensor limits
+)
+
+#: Checks of the expansion itself; their errors stop the pipeline before the analysis.
+EXPANSION_CHECKS: tuple[Pass, ...] = (
+    ExpansionIssuesPass(),  # PG006/PG007/PG018 per instance, PG015 empty deps, PG026 dep ranges
+    CyclesPass(),           # PG013 cycles, PG032 deps on later submits
+)
+
+#: The planner's analysis, in order. Each pass reads the IR, the instance graph and earlier facts.
+PASSES: tuple[Pass, ...] = (
+    CountsPass(),              # tasks / dummies / blocks / edges, per layer and in total; phases
+    ScopeTablePass(),          # scope depths, rings and heap bytes per scope
+    ReachPass(),               # happens-before (ancestor sets)
+    RacePass(),                # PG100 race, PG101 manual-scope boundary
+    SpmdOverlapPass(),         # PG102 blocks of one grid writing the same region
+    FalseSerializationPass(),  # PG103 disjoint writers the runtime serializes
+    EarlyDispatchPass(),       # early-dispatch table; PG105 blocked consumers, PG106 idle flags
+    DummyEffectPass(),         # PG104 what each dummy really does
+    CriticalPathPass(),        # longest path and the first broken early-resolve link
+    RingsPass(),               # PG107-PG112, PG120 rings, task window, heap, dep pool, TensorMap
+    ViewLimitsPass(),          # PG114 view offsets and extents that do not fit uint32_t
+    DuplicateDepsPass(),       # PG016 duplicate dep entries folded
+    RedundantEdgePass(),       # PG115 edges implied by other paths
+    FunnelPass(),              # PG116 fan-outs that could go through one node
+    DeadTaskPass(),            # PG117 tasks whose outputs nobody reads
+    UnusedTensorPass(),        # PG118 tensors nobody touches
+)
+
+#: Stop points of `run_until` / `--emit`, in order.
+STAGES = ("ast", "ir", "graph", "plan")
+
+
+class PipelineError(InternalError):
+    """The passes are in an order in which a fact is read before it is produced."""
+
+
+def check_order(passes: tuple[Pass, ...]) -> None:
+    """PipelineError unless every fact a pass requires is produced by an earlier pass."""
+    made: dict[type[Fact], str] = {}
+    producer = {f: p.name for p in passes for f in p.produces}
+    for p in passes:
+        for f in p.requires:
+            if f not in made:
+                later = f" ('{producer[f]}' produces it later)" if f in producer else " (no pass produces it)"
+                raise PipelineError(f"pass '{p.name}' requires {f.__name__}, which no earlier pass produces{later}")
+        for f in p.produces:
+            made[f] = p.name
+
+
+check_order((*EXPANSION_CHECKS, *PASSES))
+
+
+@attrs.frozen
+class Options:
+    """Compile options: constant overrides, a config file, a layer count, full expansion, verification."""
+
+    defines: tuple[tuple[str, int], ...] = ()
+    config: str | None = None
+    layers: int | None = None
+    full: bool = False
+    verify: bool = attrs.field(factory=lambda: os.environ.get("PGRAPH_VERIFY", "") not in ("", "0"))
+
+
+@attrs.frozen
+class Stopped:
+    """What `run_until` reached: the loaded AST, the Program, the instance graph, the Plan (or None)."""
+
+    loaded: Loaded | None = None
+    program: Program | None = None
+    graph: InstanceGraph | None = None
+    plan: Plan | None = None
+
+
+def load(path: str | Path, opts: Options, bag: DiagnosticBag) -> tuple[Loaded | None, list[Override]]:
+    """Read and parse the spec and its includes, and the overrides of `opts` (UsageError for a bad file)."""
+    root = read_spec(path)
+    overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag)
+    loaded = load_program_files(root, bag)
+    if loaded is None or bag.has_errors:
+        return None, overrides
+    bag.note_hooks.append(loaded.chain_notes)  # every later diagnostic in an included file names the chain
+    return loaded, overrides
+
+
+def compile_program(path: str | Path, opts: Options, bag: DiagnosticBag) -> Program | None:
+    """Parse, lower and check the Program (no expansion); None when the bag holds errors."""
+    return run_until(path, opts, bag, "ir").program
+
+
+def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = "plan") -> Stopped:
+    """Run the pipeline up to and including `stage` (one of STAGES); stops early on errors."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+    loaded, overrides = load(path, opts, bag)
+    if loaded is None:
+        return Stopped()
+    if stage == "ast":
+        return Stopped(loaded)
+    program = lower(loaded, bag, overrides)
+    check_forms(loaded, bag)
+    if program is None or bag.has_errors:
+        return Stopped(loaded)
+    if opts.verify:
+        verify.verify_program(program)
+    for tier in (DECLARATION_CHECKS, USE_CHECKS):
+        for check in tier:
+            check.run(program, bag)
+        if bag.has_errors:
+            return Stopped(loaded)
+    window = make_window(program, opts.full)
+    if check_expansion_size(program, window, bag):
+        return Stopped(loaded)
+    if stage == "ir":
+        return Stopped(loaded, program)
+    graph = Expander(program, opts.full, window).run()
+    if opts.verify:
+        verify.verify_graph(graph)
+    if stage == "graph":
+        return Stopped(loaded, program, graph)
+    plan = Plan(program, graph, bag)
+    for p in EXPANSION_CHECKS:
+        p.run(plan)
+    if bag.has_errors:
+        return Stopped(loaded, program, graph)
+    for p in PASSES:
+        p.run(plan)
+        missing = [f.__name__ for f in p.produces if not plan.has(f)]
+        if missing:
+            raise PipelineError(f"pass '{p.name}' did not produce {', '.join(missing)}")
+    return Stopped(loaded, program, graph, plan)
+
+
+def plan_program(path: str | Path, opts: Options | None = None) -> tuple[Plan | None, DiagnosticBag]:
+    """The whole planner on one spec: the Plan and every diagnostic.
+
+    The Plan is None when a stage before the analysis passes failed; the passes' own errors
+    (a race, a capacity overflow) leave a Plan to inspect, and `bag.has_errors` says so.
+    """
+    bag = DiagnosticBag()
+    stopped = run_until(path, opts or Options(), bag, "plan")
+    return stopped.plan, bag
