@@ -201,7 +201,7 @@ def summarize(res: Result) -> dict[str, Any]:
     for step in path:
         for k in parts:
             parts[k] += step[k]
-    n = defaultdict(int)
+    n: dict[str, int] = defaultdict(int)
     for t in res.graph.tasks:
         n[str(t.shape)] += 1
     return {

@@ -64,9 +64,9 @@ def trace_events(res: Result) -> list[dict[str, Any]]:
                    "ts": _us(s.submit_start), "dur": _us(s.submit - s.submit_start),
                    "args": {"task": t.name, "submit_idx": t.id, "ring": t.ring, "local": t.local}})
     for th, phases in enumerate(res.thread_phases):
-        for kind, a, b, n in phases:
+        for kind, t0, t1, n in phases:
             ev.append({"ph": "X", "pid": PID_SCHED, "tid": th, "name": kind, "cat": "scheduler_phase",
-                       "ts": _us(a), "dur": _us(b - a), "args": {"tasks_processed": n}})
+                       "ts": _us(t0), "dur": _us(t1 - t0), "args": {"tasks_processed": n}})
     for key, lane in (("aic", "idle AIC cores"), ("aiv", "idle AIV cores")):
         for tm, v in res.idle_steps[key]:
             ev.append({"ph": "C", "pid": PID_SCHED, "tid": 0, "name": lane, "ts": _us(tm), "args": {"idle": v}})
