@@ -586,11 +586,13 @@ class Engine:
         return clock, n
 
     def requeue(self, q: list[tuple[float, int, int]], key: tuple[float, int, int], tid: int, clock: float) -> None:
+        """Put a partly claimed task back so peers can take the rest (a push: spinning peers notice it)."""
         if self.requeue_tail:
             self.seq += 1
             heapq.heappush(q, (clock, self.seq, tid))
         else:
             heapq.heappush(q, key)
+        self.wake_all(clock)
 
     def peer_idle(self, shape: Shape, th: int) -> bool:
         return any(self.free_units(shape, p, False) for p in range(self.T) if p != th)
