@@ -18,7 +18,7 @@ from pgraph.backends.sim.records import Producer, ScopeRecord, Shape, SimGraph, 
 UNIT = (
     "orchestrator.submit_us=1", "scheduler.cond_read_us=0", "scheduler.fin_latency_us=1",
     "scheduler.dispatch_task_us=0", "scheduler.dispatch_block_us=0", "scheduler.complete_task_us=0",
-    "scheduler.complete_edge_us=0", "scheduler.dummy_us=0", "scheduler.idle_loop_us=0",
+    "scheduler.complete_edge_us=0", "scheduler.dummy_us=0", "scheduler.idle_loop_us=0", "early_dispatch.stage_task_us=0",
     "core.doorbell_us=0", "core.setup_us=0", "core.switch_us=0",
 )
 
@@ -95,18 +95,19 @@ def test_sync_start_grid_drains_the_machine() -> None:
 
 
 def test_early_dispatched_consumer_hides_the_dispatch_cost() -> None:
-    # dispatch costs 2 us per claim, the doorbell 0.5 us. P (AIC, early, 20 us): submitted [0, 1], claimed
-    # over [1, 3], starts at 3.5 (doorbell), ends 23.5, FIN seen at 24.5.
-    # Early on: C (an early candidate of P) is staged at 5 (P published at 3, then a 2 us claim); P's
+    # dispatch costs 2 us per claim, staging 1 us, the doorbell 0.5 us. P (AIC, early, 20 us): submitted
+    # [0, 1], claimed over [1, 3], starts at 3.5 (doorbell), ends 23.5, FIN seen at 24.5.
+    # Early on: C (an early candidate of P) is staged at 4 (P published at 3, then a 1 us staging); P's
     #   completion at 24.5 rings C's doorbell: C runs [25, 35], done at 36.
     # Early off: C is claimed after P completes: [24.5, 26.5], doorbell 27, runs [27, 37], done at 38.
     def run(early: bool) -> float:
         tasks = [task(0, Shape.AIC, 20, early=True), task(1, Shape.AIC, 10, (0,), early_candidate=True)]
         res = simulate(graph(tasks), cfg("scheduler.dispatch_task_us=2", "core.doorbell_us=0.5",
+                                         "early_dispatch.stage_task_us=1",
                                          f"early_dispatch.enabled={str(early).lower()}"))
         assert res.tasks[1].first_start == pytest.approx(25.0 if early else 27.0)
         if early:
-            assert res.tasks[1].first_place == pytest.approx(5.0)  # staged while P was still running
+            assert res.tasks[1].first_place == pytest.approx(4.0)  # staged while P was still running
         return res.makespan
 
     assert run(True) == pytest.approx(36.0)
@@ -203,17 +204,17 @@ def test_dummies_are_completed_inline() -> None:
 
 
 def test_one_task_with_the_real_a2a3_figures() -> None:
-    # Derived from a2a3.toml step by step (submit 0.874, idle loop 0.1, dispatch 0.46 + 0.1 per block,
-    # doorbell 0.14, setup 0.349, FIN 0.6, COND read 0.1, complete 0.46):
+    # Derived from a2a3.toml step by step (submit 0.874, idle loop 0.1, dispatch 4.5 + 0.1 per block,
+    # doorbell 0.14, setup 0.349, FIN 0.6, COND read 0.1, complete 3.0):
     #   submitted over [0, 0.874]; thread 0 spins with a 0.1 us period and notices it at 0.9;
-    #   claim over [0.9, 1.46]; doorbell seen at 1.6; setup: the kernel runs [1.949, 11.949];
-    #   thread 0 polls its one busy core every 0.1 us from 1.56: FIN visible at 12.549 is read at 12.56;
-    #   completion processing takes 0.46: done at 13.02.
+    #   claim over [0.9, 5.5]; doorbell seen at 5.64; setup: the kernel runs [5.989, 15.989];
+    #   thread 0 polls its one busy core every 0.1 us from 5.6: FIN visible at 16.589 is read at 16.6;
+    #   completion processing takes 3.0: done at 19.6.
     res = simulate(graph([task(0, Shape.AIV, 10)]), load_config())
     s = res.tasks[0]
-    assert s.first_start == pytest.approx(1.949)
-    assert s.end == pytest.approx(11.949)
-    assert res.makespan == pytest.approx(13.02)
+    assert s.first_start == pytest.approx(5.989)
+    assert s.end == pytest.approx(15.989)
+    assert res.makespan == pytest.approx(19.6)
 
 
 def test_shared_hbm_bandwidth() -> None:

@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
     p.add_argument("--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
                    help="compare with the same spec under these extra -D overrides (repeatable)")
+    p.add_argument("--vs-set", dest="vs_sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="compare with the same spec under these extra --set figures (repeatable), e.g. "
+                        "--vs-set early_dispatch.enabled=false")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one figure of the a2a3 timing table (repeatable), e.g. --set core.switch_us=0")
     p.add_argument("--timing", action="append", default=[], metavar="FILE.toml",
@@ -95,15 +98,19 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         write(Path(args.trace), render_trace(res))
     other_name = None
     other: dict[str, Any] | None = None
-    if args.vs or args.vs_defines:
+    if args.vs or args.vs_defines or args.vs_sets:
         spec_b = args.vs or args.spec
         extra = tuple(parse_define(d) for d in args.vs_defines)
         opts_b = Options(defines=opts.defines + extra, config=opts.config, layers=opts.layers)
-        res_b = _one(spec_b, opts_b, cfg, cal, emit)
+        try:
+            cfg_b = cfg.with_overrides(tuple(args.vs_sets))
+        except ConfigError as err:
+            raise UsageError(str(err)) from None
+        res_b = _one(spec_b, opts_b, cfg_b, cal, emit)
         if res_b is None:
             return 1
         other = summarize(res_b)
-        other_name = spec_b + "".join(f" -D {n}={v}" for n, v in extra)
+        other_name = spec_b + "".join(f" -D {n}={v}" for n, v in extra) + "".join(f" --set {x}" for x in args.vs_sets)
     if other is not None:
         if args.format == "json":
             text = json.dumps({"a": args.spec, "b": other_name, "rows": compare(summary, other)}, indent=1,

@@ -168,6 +168,7 @@ class Engine:
         self.setup_us = c["core.setup_us"]
         self.switch_us = c["core.switch_us"]
         self.early_on = bool(c["early_dispatch.enabled"])
+        self.stage_us = c["early_dispatch.stage_task_us"]
         self.window = c["ring.task_window"]
         self.dep_pool = c["ring.dep_pool"]
         self.heap_size = c["ring.heap"]
@@ -534,7 +535,9 @@ class Engine:
             if n:
                 self.phases[th].append(("early_dispatch", e0, clock, n))
                 worked = True
-        if worked:
+        fins = self.fins[th]
+        if worked or (fins and fins[0][0] <= clock) or (self.dummies and self.dummies[0][0] <= clock):
+            # FINs and dummies that became visible during this iteration are handled by the next one
             self.push(clock, PHASE_C, (th, False), th)
             return
         self.spinning[th] = True
@@ -602,7 +605,7 @@ class Engine:
         task = self.g.tasks[tid]
         st = self.st[tid]
         take = units[: task.blocks - st.placed]
-        clock += self.disp_task_us + self.disp_block_us * len(take)
+        clock += (self.stage_us if staged else self.disp_task_us) + self.disp_block_us * len(take)
         signal = INF if staged else clock + self.doorbell_us
         for unit in take:
             via = any(self.m.running[c] is not None for c in unit)

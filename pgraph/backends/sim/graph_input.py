@@ -17,11 +17,16 @@ What each record field is taken from:
 - func ids: first use in submit order, as `pgraph.backends.a2a3.kernel_config.FuncIds` assigns;
 - bytes per block: the declared per-block regions (box volume x dtype size). A box that
   several blocks of one task declare (a whole-tensor argument of every block) is shared
-  among them; an index-addressed (indirect) region that a block both reads and writes is
-  charged once, its bounding box;
+  among them. An index-addressed (indirect) region is read as its whole bounding box (a
+  gather may touch all of it: for the paged KV cache, every sequence at MAX_SEQ); an
+  indirect write (a scatter) moves at most one row per entry of its smallest index tensor
+  (the KV append writes one row per slot_mapping entry), never more than the box;
 - cube FLOPs per block: 2*M*N*K when an AIC kernel has inputs [M, K] and [K, N] and an
   output [M, N] (the [K, N] operand's bytes are the block's weight bytes); vector work: the
   elements an AIV kernel's block touches;
+- serialised writers: the tasks of a `parallel` dispatch that the planner reports as
+  falsely serialised (PG103, `pgraph.plan.races.false_serializations`: the runtime gives them
+  WAW edges) each wait on the previous task of the same loop iteration (an 'inferred' edge);
 - fixed per-block cost: a `cost KERNEL = N` line, or a shape line `cost aic|aiv|mix = N`
   whose value differs from the planner's default table (pgraph.target.DEFAULT_COSTS).
 """
@@ -39,6 +44,7 @@ from pgraph.ir import program as ir
 from pgraph.ir.instances import Instance
 from pgraph.plan.base import Plan
 from pgraph.plan.early_dispatch import WAIT, classify, flagged
+from pgraph.plan.races import false_serializations
 from pgraph.target import DEFAULT_COSTS, heap_bytes
 
 from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
@@ -82,6 +88,8 @@ class _Converter:
         self.scope_rows: list[dict[str, object]] = []
         self.local: dict[int, int] = defaultdict(int)
         self.matmul: dict[str, tuple[float, float] | None] = {k.name: _matmul(k) for k in self.p.kernels.values()}
+        self.serial = {d.name for d, _, _ in false_serializations(plan)}
+        self.last_writer: dict[tuple[str, tuple[int, ...]], int] = {}
 
     # ---- scopes ----
     def scope_chain(self, inst: Instance) -> list[int]:
@@ -104,11 +112,20 @@ class _Converter:
         return chain
 
     # ---- per-block work ----
+    def scatter_rows(self, d: ir.Dispatch, tname: str) -> int | None:
+        """Rows an indirect write to `tname` can reach: the smallest index tensor's element count."""
+        counts = []
+        for acc in d.accesses:
+            if acc.region.tensor == tname and acc.region.indirect:
+                counts += [self.p.tensors[n].numel for n in acc.region.indirect if n in self.p.tensors]
+        return min(counts) if counts else None
+
     def block_work(self, inst: Instance, kernel: ir.Kernel | None) -> tuple[float, float]:
         """(bytes per block, vector elements per block) from the declared per-block regions."""
         blocks = self.g.blocks.get(inst.id) or []
         if not blocks:
             return 0.0, 0.0
+        d = self.p.dispatch(inst.dispatch)
         uses: dict[tuple[object, ...], int] = defaultdict(int)
         per_block: list[list[tuple[tuple[object, ...], float, float]]] = []
         for blk in blocks:
@@ -117,8 +134,13 @@ class _Converter:
                 for tname, key, box, indirect in items:
                     t = self.p.tensors[tname]
                     elems = float(math.prod(hi - lo for lo, hi in box))
+                    cls = "read" if kind == "read" else "write"
+                    if indirect and cls == "write":
+                        rows = self.scatter_rows(d, tname)
+                        row = float(math.prod(hi - lo for lo, hi in box[1:]))
+                        if rows is not None:
+                            elems = min(elems, rows * row)
                     nbytes = elems * ir.DTYPE_BYTES[t.dtype]
-                    cls = "rw" if indirect else ("read" if kind == "read" else "write")
                     ident: tuple[object, ...] = (key, tname, box, cls)
                     seen[ident] = (nbytes, elems)
             per_block.append([(ident, nb, el) for ident, (nb, el) in seen.items()])
@@ -154,6 +176,13 @@ class _Converter:
             prov = g.graph.edges[u, inst.id]["prov"]
             if prov & WAIT:
                 prods.append(Producer(u, tuple(sorted(prov & WAIT))))
+        if inst.dispatch in self.serial:
+            key = (inst.dispatch, inst.iters)
+            prev = self.last_writer.get(key)
+            self.last_writer[key] = inst.id
+            if prev is not None and all(pr.task != prev for pr in prods):
+                prods.append(Producer(prev, ("inferred",)))
+                prods.sort(key=lambda pr: pr.task)
         if inst.kind == "alloc":
             tensors = g.alloc_info[inst.id][2]
             self.local[ring] += max(inst.blocks, 1)
