@@ -16,6 +16,7 @@ from pgraph.plan.hygiene import (
 from pgraph.plan.races import FalseSerializationPass, RacePass, SpmdOverlapPass
 from pgraph.plan.rings import RingsPass
 from pgraph.plan.scopes import ScopeTablePass
+from pgraph.plan.sync_start import SyncStartStarvedPass
 
 #: The planner, in order. Each pass reads the IR and the instance graph and adds facts.
 PASSES: tuple[Pass, ...] = (
@@ -28,6 +29,7 @@ PASSES: tuple[Pass, ...] = (
     DummyEffectPass(),         # PG104 what each dummy really does
     CriticalPathPass(),        # longest path and the first broken early-resolve link
     RingsPass(),               # PG107-PG114 rings, task window, heap, dep pool, TensorMap, limits
+    SyncStartStarvedPass(),    # PG119 sync_start grids wider than the cores their shape can have free
     DuplicateDepsPass(),       # PG016 duplicate dep entries folded
     RedundantEdgePass(),       # PG115 edges implied by other paths
     FunnelPass(),              # PG116 fan-outs that could go through one node

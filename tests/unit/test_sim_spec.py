@@ -239,3 +239,24 @@ def test_what_if_directions_match_the_real_system() -> None:
     assert _makespan(HEAD_SPEC, sets=("early_dispatch.enabled=false",)) > head
     # HEAD (after #794 and #796) beats the #762 structure
     assert _makespan(VARIANT_762) > head
+
+
+def test_pg119_note_for_a_full_width_grid_beside_unordered_tasks(tmp_path: Path) -> None:
+    from pgraph.driver import plan_program
+
+    # HEAD: the next layer's attn_out_seed and q_seed have no deps, so nothing orders them against
+    # fa_fused (24 of 24 clusters): the note names them.
+    plan, bag = plan_program(HEAD_SPEC, Options())
+    notes = [d for d in bag.items if d.code == "PG119"]
+    assert len(notes) == 1 and notes[0].level.value == "note"
+    assert "attn_out_seed@L=1" in notes[0].message and "q_seed@L=1" in notes[0].message
+    # the hint's fix: a dep orders the AIV task after the grid, and the note goes away
+    base = ("tensor a : f32[16, 64] external\ntensor b : f32[16, 64] external\n"
+            "kernel attn mix (o : inout f32[16, 64])\nkernel z aiv (o : out f32[16, 64])\n")
+    loose = tmp_path / "loose.pgl"
+    loose.write_text(base + "entry e { spmd fa[i in 0..24] sync_start { call attn(a) }\n at seed { call z(b) } }\n")
+    fixed = tmp_path / "fixed.pgl"
+    fixed.write_text(base + "entry e { manual scope { spmd fa[i in 0..24] sync_start { call attn(a) }\n"
+                     " at seed deps(fa) { call z(b) } } }\n")
+    assert [d.code for d in plan_program(loose, Options())[1].items if d.code == "PG119"] == ["PG119"]
+    assert [d.code for d in plan_program(fixed, Options())[1].items if d.code == "PG119"] == []
