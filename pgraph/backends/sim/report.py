@@ -41,7 +41,7 @@ def render_text(s: dict[str, Any], spec: str, cfg: SimConfig, path_steps: int = 
                      f"{_f(wb['us_per_layer'])} us ({wb['bytes_per_layer'] / 1e9:.3f} GB of matmul weights at "
                      f"{cfg['cost.hbm_gbps']:g} GB/s)"])
     rows.append(["orchestrator blocked (back-pressure)", _f(s["orchestrator_blocked_us"]) + " us"])
-    out += _table(["", ""], rows)[1:]
+    out += _table(["", ""], rows, left=2)[1:]
     if s["stall"]:
         st = s["stall"]
         code = f" (orch_error_code {st['code']})" if st["code"] else ""
