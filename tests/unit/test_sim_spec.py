@@ -260,3 +260,13 @@ def test_pg119_note_for_a_full_width_grid_beside_unordered_tasks(tmp_path: Path)
                      " at seed deps(fa) { call z(b) } } }\n")
     assert [d.code for d in plan_program(loose, Options())[1].items if d.code == "PG119"] == ["PG119"]
     assert [d.code for d in plan_program(fixed, Options())[1].items if d.code == "PG119"] == []
+
+
+@pytest.mark.slow
+def test_forty_layer_trace_validates(tmp_path: Path) -> None:
+    # the acceptance run (bench/bench_sim.py times it): 40 layers, a trace that validates
+    out = tmp_path / "out.json"
+    assert main(["sim", str(HEAD_SPEC), "--layers", "40", "--trace", str(out), "-o", str(tmp_path / "r.txt")]) == 0
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, TRACE_SCHEMA)
+    assert sum(1 for e in data["traceEvents"] if e["ph"] == "X" and e["pid"] == 4) == 40 * (432 + 2 * 24) + 8
