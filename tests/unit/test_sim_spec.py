@@ -263,8 +263,10 @@ def test_pg119_note_for_a_full_width_grid_beside_unordered_tasks(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_forty_layer_trace_validates(tmp_path: Path) -> None:
+def test_forty_layer_trace_validates(request: pytest.FixtureRequest, tmp_path: Path) -> None:
     # the acceptance run (bench/bench_sim.py times it): 40 layers, a trace that validates
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("opt-in: -m slow (about 40 s)")
     out = tmp_path / "out.json"
     assert main(["sim", str(HEAD_SPEC), "--layers", "40", "--trace", str(out), "-o", str(tmp_path / "r.txt")]) == 0
     data = json.loads(out.read_text())
