@@ -29,7 +29,7 @@ CORES_PER_BLOCK = {Shape.AIC: 1, Shape.AIV: 1, Shape.MIX: 3}
 
 @attrs.frozen
 class BlockCost:
-    """What one block of a task needs: HBM bytes, a compute floor (µs), a bandwidth cap (GB/s = bytes/ns... see units).
+    """What one block of a task needs: HBM bytes, a compute floor, a bandwidth cap (or a fixed duration).
 
     Units: `bytes` in bytes; `compute_us` and `fixed_us` in µs; `cap_bytes_per_us` in bytes/µs.
     With `fixed_us` set the block simply runs that long (no HBM sharing).
