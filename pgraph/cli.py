@@ -80,6 +80,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="; ".join(f"{name}: {desc}" for name, (_, _, desc) in sorted(TARGETS.items())))
     build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                        help="output directory (written only when the plan has no errors)")
+    sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
+                                     "a swimlane trace, comparisons, stalls")
+    sim.add_argument("spec", help="the .pgl file")
+    sim.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a constant before folding (repeatable)")
+    sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
+    sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    from pgraph.backends.sim.command import add_arguments as add_sim_arguments
+
+    add_sim_arguments(sim)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -211,6 +221,17 @@ def cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sim(args: argparse.Namespace) -> int:
+    """`pgraph sim`: the scheduler model (pgraph.backends.sim)."""
+    from pgraph.backends.output import write_atomic
+    from pgraph.backends.sim.command import run
+
+    def write(path: Path, text: str) -> None:
+        _write_or_usage_error(lambda: write_atomic(path, text), str(path))
+
+    return run(args, _options(args), _emit_diagnostics, write)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """`pgraph explain CODE`: the rule's documentation."""
     from pgraph.explain import explain
@@ -224,7 +245,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "explain": cmd_explain,
+    "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
 }
 
 

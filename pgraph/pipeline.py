@@ -44,6 +44,7 @@ from pgraph.plan.scope_table import ScopeTablePass
 from pgraph.plan.scopes import ScopeNestingCheck, VisibilityCheck
 from pgraph.plan.signatures import SignaturesCheck
 from pgraph.plan.size import check_expansion_size
+from pgraph.plan.sync_start import SyncStartStarvedPass
 from pgraph.plan.waves import WaveDepsCheck, WavesCheck
 
 __all__ = ["Options", "PipelineError", "UsageError", "compile_program", "parse_define", "plan_program", "run_until"]
@@ -85,6 +86,7 @@ PASSES: tuple[Pass, ...] = (
     DummyEffectPass(),         # PG104 what each dummy really does
     CriticalPathPass(),        # longest path and the first broken early-resolve link
     RingsPass(),               # PG107-PG112, PG120 rings, task window, heap, dep pool, TensorMap
+    SyncStartStarvedPass(),    # PG119 sync_start grids wider than the cores their shape can have free
     ViewLimitsPass(),          # PG114 view offsets and extents that do not fit uint32_t
     DuplicateDepsPass(),       # PG016 duplicate dep entries folded
     RedundantEdgePass(),       # PG115 edges implied by other paths

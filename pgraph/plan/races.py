@@ -360,6 +360,22 @@ class _WriteIndex:
         return out
 
 
+def false_serializations(plan: Plan) -> list[tuple[Dispatch, list[str], int]]:
+    """(dispatch, written root tensors, output count) of every `parallel` dispatch whose tasks the
+    runtime orders one after another (the rule of FalseSerializationPass; the simulator follows it)."""
+    p = plan.program
+    out = []
+    for d in p.dispatches:
+        if d.kind is not TaskKind.PARALLEL or d.task_count < 2 or p.scopes[d.scope].mode is ScopeMode.MANUAL:
+            continue
+        outputs = [a for a in d.args if a.region is not None and a.param.direction is not Direction.IN]
+        roots = {root(p, a.region.tensor) for a in outputs if a.region and a.region.tensor in p.tensors}
+        if len(outputs) < 2 or not roots:
+            continue
+        out.append((d, sorted(roots), len(outputs)))
+    return out
+
+
 class FalseSerializationPass(Pass):
     """PG103: disjoint-slice writers in an auto scope that the runtime cannot prove disjoint.
 
@@ -373,18 +389,11 @@ class FalseSerializationPass(Pass):
     name = "false-serialization"
 
     def run(self, plan: Plan) -> None:
-        p = plan.program
-        for d in p.dispatches:
-            if d.kind is not TaskKind.PARALLEL or d.task_count < 2 or p.scopes[d.scope].mode is ScopeMode.MANUAL:
-                continue
-            outputs = [a for a in d.args if a.region is not None and a.param.direction is not Direction.IN]
-            roots = {root(p, a.region.tensor) for a in outputs if a.region and a.region.tensor in p.tensors}
-            if len(outputs) < 2 or not roots:
-                continue
+        for d, roots, n_outputs in false_serializations(plan):
             plan.bag.add(
                 "PG103",
-                f"the {d.task_count} tasks of '{d.name}' write disjoint slices of {', '.join(sorted(roots))}, but a "
-                f"task with {len(outputs)} outputs gets whole-tensor arguments: the runtime orders them one after "
+                f"the {d.task_count} tasks of '{d.name}' write disjoint slices of {', '.join(roots)}, but a "
+                f"task with {n_outputs} outputs gets whole-tensor arguments: the runtime orders them one after "
                 "another",
                 d.span,
                 [Note("pypto windows per-task slices only for a single output (R4); simpler's overlap test then sees "

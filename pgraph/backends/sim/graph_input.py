@@ -1,0 +1,231 @@
+"""The one adapter between the planner and the simulator: a Plan becomes plain TaskRecords.
+
+Every import of planner, IR or other backend internals used by `pgraph sim` is in this
+module; the scheduler model, cost model, analysis and trace writer see only
+`pgraph.backends.sim.records`. The Plan comes from `pgraph.pipeline.plan_program` with
+`full=True` (every layer expanded: the simulator runs each task once).
+
+What each record field is taken from:
+
+- shape: the kernel's core (aic/aiv/mix), `dummy`, or `alloc` (an alloc instance stands for
+  ceil(tensors / alloc_batch) alloc tasks: `blocks`, task-window slots);
+- early flag and early-dispatch eligibility: `pgraph.plan.early_dispatch.flagged` and
+  `classify` (the same rule the planner reports; 'candidate' means eligible);
+- producers: the instance graph's WAIT edges (explicit, carried, inferred, creator);
+- ring and scope instance: the task's scope (ring = min(depth, 3)) and the loop iterations
+  that make separate instances of it; a scope instance closes after its last task;
+- func ids: first use in submit order, as `pgraph.backends.a2a3.kernel_config.FuncIds` assigns;
+- bytes per block: the declared per-block regions (box volume x dtype size). A box that
+  several blocks of one task declare (a whole-tensor argument of every block) is shared
+  among them. An index-addressed (indirect) region is read as its whole bounding box (a
+  gather may touch all of it: for the paged KV cache, every sequence at MAX_SEQ); an
+  indirect write (a scatter) moves at most one row per entry of its smallest index tensor
+  (the KV append writes one row per slot_mapping entry), never more than the box;
+- cube FLOPs per block: 2*M*N*K when an AIC kernel has inputs [M, K] and [K, N] and an
+  output [M, N] (the [K, N] operand's bytes are the block's weight bytes); vector work: the
+  elements an AIV kernel's block touches;
+- serialised writers: the tasks of a `parallel` dispatch that the planner reports as
+  falsely serialised (PG103, `pgraph.plan.races.false_serializations`: the runtime gives them
+  WAW edges) each wait on the previous task of the same loop iteration (an 'inferred' edge);
+- fixed per-block cost: a `cost KERNEL = N` line, or a shape line `cost aic|aiv|mix = N`
+  whose value differs from the planner's default table (pgraph.ir.limits.DEFAULT_COSTS).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+from pgraph.backends.a2a3.kernel_config import FuncIds
+from pgraph.diagnostics import DiagnosticBag
+from pgraph.ir import program as ir
+from pgraph.ir.instances import Instance
+from pgraph.ir.limits import DEFAULT_COSTS, heap_bytes
+from pgraph.kinds import WAIT, Core, Direction, TaskKind
+from pgraph.pipeline import Options, plan_program
+from pgraph.plan.base import Plan
+from pgraph.plan.early_dispatch import EarlyState, classify, flagged
+from pgraph.plan.races import false_serializations
+
+from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
+
+SHAPE_OF_CORE = {"aic": Shape.AIC, "aiv": Shape.AIV, "mix": Shape.MIX}
+
+
+def load_graph(path: str | Path, opts: Options) -> tuple[SimGraph | None, DiagnosticBag]:
+    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors."""
+    plan, bag = plan_program(path, Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True))
+    if plan is None or bag.has_errors:
+        return None, bag
+    return graph_from_plan(plan, str(path)), bag
+
+
+def _matmul(kernel: ir.Kernel) -> tuple[float, float] | None:
+    """(FLOPs, weight bytes) of one block when the kernel is x[M,K] @ w[K,N] -> [M,N], else None."""
+    ins = [p for p in kernel.params if p.direction is Direction.IN and p.shape is not None and len(p.shape) == 2]
+    outs = [p for p in kernel.params if p.direction in (Direction.OUT, Direction.INOUT, Direction.ATOMIC_ADD)
+            and p.shape is not None and len(p.shape) == 2]
+    for x in ins:
+        for w in ins:
+            if w is x or x.shape is None or w.shape is None or x.shape[1] != w.shape[0]:
+                continue
+            m, k = x.shape
+            n = w.shape[1]
+            if any(o.shape == (m, n) for o in outs):
+                return 2.0 * m * n * k, float(k * n * ir.DTYPE_BYTES[w.dtype])
+    return None
+
+
+class _Converter:
+    def __init__(self, plan: Plan, source: str) -> None:
+        self.plan = plan
+        self.p = plan.program
+        self.g = plan.graph
+        self.source = source
+        self.align = self.p.target.get("output_align", 1024)
+        self.func_ids = FuncIds(self.p)
+        self.scope_ids: dict[tuple[int, tuple[int, ...]], int] = {}
+        self.scope_rows: list[dict[str, object]] = []
+        self.local: dict[int, int] = defaultdict(int)
+        self.matmul: dict[str, tuple[float, float] | None] = {k.name: _matmul(k) for k in self.p.kernels.values()}
+        self.serial = {d.name for d, _, _ in false_serializations(plan)}
+        self.last_writer: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    # ---- scopes ----
+    def scope_chain(self, inst: Instance) -> list[int]:
+        """Scope-instance ids of `inst`'s scope and its ancestors, innermost first."""
+        by_loop = dict(zip(inst.loops, inst.iters))
+        chain = []
+        for sid in self.p.ancestors(inst.scope):
+            key = (sid, tuple(by_loop.get(lid, 0) for lid in self.g.scope_loops.get(sid, ())))
+            sc = self.scope_ids.get(key)
+            if sc is None:
+                sc = self.scope_ids[key] = len(self.scope_rows)
+                s = self.p.scopes[sid]
+                label = f"scope{sid}" + ("@" + ",".join(map(str, key[1])) if key[1] else "")
+                self.scope_rows.append({"ring": s.ring, "sid": sid, "key": key, "label": label, "close": inst.id})
+            chain.append(sc)
+        for a, b in zip(chain, chain[1:]):
+            self.scope_rows[a]["parent"] = b
+        for sc in chain:
+            self.scope_rows[sc]["close"] = inst.id
+        return chain
+
+    # ---- per-block work ----
+    def scatter_rows(self, d: ir.Dispatch, tname: str) -> int | None:
+        """Rows an indirect write to `tname` can reach: the smallest index tensor's element count."""
+        counts = []
+        for acc in d.accesses:
+            if acc.region.tensor == tname and acc.region.indirect:
+                counts += [self.p.tensors[n].numel for n in acc.region.indirect if n in self.p.tensors]
+        return min(counts) if counts else None
+
+    def block_work(self, inst: Instance, kernel: ir.Kernel | None) -> tuple[float, float]:
+        """(bytes per block, vector elements per block) from the declared per-block regions."""
+        blocks = self.g.blocks.get(inst.id) or []
+        if not blocks:
+            return 0.0, 0.0
+        d = self.p.dispatch(inst.dispatch)
+        uses: dict[tuple[object, ...], int] = defaultdict(int)
+        per_block: list[list[tuple[tuple[object, ...], float, float]]] = []
+        for blk in blocks:
+            seen: dict[tuple[object, ...], tuple[float, float]] = {}
+            for kind, items in blk.items():
+                for tname, key, box, indirect in items:
+                    t = self.p.tensors[tname]
+                    elems = float(math.prod(hi - lo for lo, hi in box))
+                    cls = "read" if kind == "read" else "write"
+                    if indirect and cls == "write":
+                        rows = self.scatter_rows(d, tname)
+                        row = float(math.prod(hi - lo for lo, hi in box[1:]))
+                        if rows is not None:
+                            elems = min(elems, rows * row)
+                    nbytes = elems * ir.DTYPE_BYTES[t.dtype]
+                    ident: tuple[object, ...] = (key, tname, box, cls)
+                    seen[ident] = (nbytes, elems)
+            per_block.append([(ident, nb, el) for ident, (nb, el) in seen.items()])
+            for ident in seen:
+                uses[ident] += 1
+        total_bytes = sum(nb / uses[ident] for blk in per_block for ident, nb, _ in blk)
+        total_elems = sum(el / uses[ident] for blk in per_block for ident, _, el in blk)
+        n = len(blocks)
+        return total_bytes / n, (total_elems / n if kernel is not None and kernel.core is Core.AIV else 0.0)
+
+    def fixed_cost(self, kernel: ir.Kernel | None) -> tuple[float | None, str]:
+        if kernel is None:
+            return None, "roofline"
+        costs = self.p.costs
+        if kernel.name in costs:
+            return float(costs[kernel.name]), f"cost {kernel.name} = {costs[kernel.name]} (spec)"
+        if kernel.core in costs and costs[kernel.core] != DEFAULT_COSTS.get(kernel.core):
+            return float(costs[kernel.core]), f"cost {kernel.core} = {costs[kernel.core]} (spec)"
+        return None, "roofline"
+
+    # ---- records ----
+    def record(self, inst: Instance) -> TaskRecord:
+        p, g = self.p, self.g
+        chain = self.scope_chain(inst)
+        scope = chain[0]
+        ring = int(self.scope_rows[scope]["ring"])  # type: ignore[call-overload]
+        local = self.local[ring]
+        layer = None
+        if self.plan.layer_loop is not None and self.plan.layer_loop in inst.loops:
+            layer = inst.iters[inst.loops.index(self.plan.layer_loop)]
+        prods = []
+        for u in sorted(g.graph.predecessors(inst.id)):
+            prov = g.graph.edges[u, inst.id]["prov"]
+            if prov & WAIT:
+                prods.append(Producer(u, tuple(sorted(prov & WAIT))))
+        if inst.dispatch in self.serial:
+            key = (inst.dispatch, inst.iters)
+            prev = self.last_writer.get(key)
+            self.last_writer[key] = inst.id
+            if prev is not None and all(pr.task != prev for pr in prods):
+                prods.append(Producer(prev, ("inferred",)))
+                prods.sort(key=lambda pr: pr.task)
+        if inst.kind is TaskKind.ALLOC:
+            tensors = g.alloc_info[inst.id][2]
+            self.local[ring] += max(inst.blocks, 1)
+            return TaskRecord(inst.id, inst.label, inst.dispatch, None, Shape.ALLOC, inst.blocks, ring, scope,
+                              tuple(prods), early=True, layer=layer, local=local,
+                              heap_bytes=sum(heap_bytes(t.nbytes, self.align) for t in tensors))
+        self.local[ring] += 1
+        d = p.dispatch(inst.dispatch)
+        state, _ = classify(self.plan, inst.id)
+        common = {"producers": tuple(prods), "early": flagged(self.plan, inst), "early_candidate": state is EarlyState.CANDIDATE,
+                  "layer": layer, "local": local}
+        if inst.kind is TaskKind.DUMMY:
+            return TaskRecord(inst.id, inst.label, inst.dispatch, None, Shape.DUMMY, 0, ring, scope, **common)  # type: ignore[arg-type]
+        kernel = p.kernels[d.kernel] if d.kernel else None
+        shape = SHAPE_OF_CORE[kernel.core] if kernel else Shape.AIV
+        nbytes, velems = self.block_work(inst, kernel)
+        flops, wbytes = 0.0, 0.0
+        mm = self.matmul.get(kernel.name) if kernel else None
+        if kernel is not None and kernel.core is Core.AIC and mm is not None:
+            flops, wbytes = mm
+        fixed, source = self.fixed_cost(kernel)
+        return TaskRecord(inst.id, inst.label, inst.dispatch, kernel.name if kernel else None, shape, inst.blocks,
+                          ring, scope, sync_start=d.sync_start,
+                          func_ids=self.func_ids.ids(kernel.name) if kernel else (),
+                          bytes_per_block=nbytes, flops_per_block=flops, vector_ops_per_block=velems,
+                          weight_bytes_per_block=wbytes, fixed_us=fixed, cost_source=source, **common)  # type: ignore[arg-type]
+
+    def run(self) -> SimGraph:
+        tasks = []
+        for inst in self.g.instances:
+            if inst.weight != 1:
+                raise ValueError(f"{inst.label} stands for {inst.weight} tasks: the simulator needs a full expansion")
+            tasks.append(self.record(inst))
+        scopes = tuple(ScopeRecord(i, int(row["ring"]), row.get("parent"), int(row["close"]), str(row["label"]))  # type: ignore[arg-type, call-overload]
+                       for i, row in enumerate(self.scope_rows))
+        lid = self.plan.layer_loop
+        layers = self.p.loops[lid].axis.size if lid is not None else 0
+        graph = SimGraph(tuple(tasks), scopes, layers, self.source)
+        graph.validate()
+        return graph
+
+
+def graph_from_plan(plan: Plan, source: str = "") -> SimGraph:
+    """The simulator's records of a fully expanded Plan (ValueError if a loop is window-expanded)."""
+    return _Converter(plan, source).run()
