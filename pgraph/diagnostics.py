@@ -110,8 +110,37 @@ class Note:
 
 
 @attrs.frozen
+class Edit:
+    """Replace the text of `span` (end exclusive; an empty span inserts) with `text`."""
+
+    span: Span
+    text: str
+
+    @classmethod
+    def insert(cls, near: Span, line: int, col: int, text: str) -> Edit:
+        """Insert `text` before (line, col) of `near`'s file."""
+        return cls(attrs.evolve(near, line=line, col=col, end_line=line, end_col=col), text)
+
+    @classmethod
+    def delete(cls, span: Span) -> Edit:
+        """Delete the text of `span` and the blank before it (a flag, a word)."""
+        line = span.file.line(span.line)
+        col = span.col - 1 if span.col > 1 and line[span.col - 2] == " " else span.col
+        return cls(attrs.evolve(span, col=col), "")
+
+
+@attrs.frozen
+class Fix:
+    """The edits that carry out a diagnostic's hint, where the hint is mechanical (rustc's
+    machine-applicable suggestion): applied to the sources, they remove the diagnostic."""
+
+    edits: tuple[Edit, ...]
+
+
+@attrs.frozen
 class Diagnostic:
-    """One finding: code, message, primary span, notes and a fix hint."""
+    """One finding: code, message, primary span, notes, a fix hint and, where the hint is
+    mechanical, the `fix` that applies it."""
 
     code: str
     message: str
@@ -119,6 +148,7 @@ class Diagnostic:
     notes: tuple[Note, ...] = ()
     hint: str | None = None
     severity: Severity | None = None
+    fix: Fix | None = None
 
     @property
     def rule(self) -> Rule:
@@ -165,12 +195,13 @@ class DiagnosticBag:
         notes: Iterable[Note] = (),
         hint: str | None = None,
         severity: Severity | None = None,
+        fix: Fix | None = None,
     ) -> Diagnostic:
         """Append a diagnostic (exact duplicates are kept once) and return it."""
         if code not in RULES:
             raise KeyError(f"unknown diagnostic code {code}")
         extra = [n for hook in self.note_hooks for n in hook(span)] if span is not None else []
-        diag = Diagnostic(code, message, span, (*notes, *extra), hint, severity)
+        diag = Diagnostic(code, message, span, (*notes, *extra), hint, severity, fix)
         key = (code, message, span and (span.filename, span.line, span.col))
         if key in self._seen:
             return diag
@@ -257,9 +288,27 @@ def diagnostic_json(diag: Diagnostic) -> dict[str, object]:
         "span": _span_json(diag.span),
         "notes": [{"message": n.message, "span": _span_json(n.span)} for n in diag.notes],
         "hint": diag.hint,
+        "fix": None if diag.fix is None else [{"span": _span_json(e.span), "text": e.text} for e in diag.fix.edits],
     }
 
 
 def render_json(diags: Sequence[Diagnostic]) -> str:
     """All diagnostics as a JSON array (sorted keys, stable)."""
     return json.dumps([diagnostic_json(d) for d in diags], indent=2, sort_keys=True)
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """`text` with `edits` (all spans in it) applied, last position first (they must not overlap)."""
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(line: int, col: int) -> int:
+        return starts[line - 1] + col - 1
+
+    out = text
+    for e in sorted(edits, key=lambda e: (e.span.line, e.span.col), reverse=True):
+        a, b = offset(e.span.line, e.span.col), offset(e.span.end_line, e.span.end_col)
+        out = out[:a] + e.text + out[b:]
+    return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 from pathlib import Path
 
@@ -27,10 +26,25 @@ def find_rule(code_or_slug: str) -> Rule | None:
 
 
 def section(doc: str, rule: Rule) -> str | None:
-    """The text of `## PGxxx slug` up to the next `#`/`##` heading or `<!--` marker line, or None."""
-    heading = re.escape(f"## {rule.code} {rule.slug}")
-    match = re.search(rf"^{heading}[ \t]*\n.*?(?=^##? |^<!--|\Z)", doc, flags=re.S | re.M)
-    return match.group(0).rstrip() if match else None
+    """The text of `## PGxxx slug` up to the next `#`/`##` heading or `<!--` marker line, or None.
+
+    Lines inside ``` code fences never end a section: a `.pgl` example's `# comment` is not a
+    heading.
+    """
+    heading = f"## {rule.code} {rule.slug}"
+    lines = doc.split("\n")
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
+    if start is None:
+        return None
+    out = [lines[start]]
+    fenced = False
+    for line in lines[start + 1:]:
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (line.startswith(("# ", "## ")) or line.startswith("<!--")):
+            break
+        out.append(line)
+    return "\n".join(out).rstrip()
 
 
 def explain(code_or_slug: str) -> str | None:

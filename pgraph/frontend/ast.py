@@ -236,12 +236,13 @@ class Block:
 
 @attrs.frozen
 class ScopeStmt:
-    """`auto|manual scope [ring N] { ... }`: a runtime PTO2_SCOPE."""
+    """`auto|manual scope [ring N] { ... }`: a runtime PTO2_SCOPE (`ring_span`: where N is written)."""
 
     mode: ScopeMode
     ring: int | None
     block: Block
     span: Span
+    ring_span: Span | None = None
 
 
 @attrs.frozen

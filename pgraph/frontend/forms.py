@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pgraph.diagnostics import DiagnosticBag, Note, Severity
-from pgraph.expr import show
+import attrs
+
+from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note, Severity
+from pgraph.expr import Name, Num, show
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
+from pgraph.frontend.unparse import expr as unparse_expr
 from pgraph.kinds import Direction, Flag, TaskKind, unhandled
 from pgraph.source import Span
 
@@ -35,8 +38,8 @@ class _Forms:
         self.bag = bag
 
     def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (), hint: str | None = None,
-            severity: Severity | None = None) -> None:
-        self.bag.add(code, message, span, notes, hint, severity)  # the pipeline's hooks add the include chain
+            severity: Severity | None = None, fix: Fix | None = None) -> None:
+        self.bag.add(code, message, span, notes, hint, severity, fix)  # the pipeline's hooks add the include chain
 
     def dups(self, items: Iterable[tuple[str, Span]], what: str) -> None:
         seen: dict[str, Span] = {}
@@ -86,19 +89,27 @@ class _Forms:
         if unit is None or span is None:
             return
         value = show(expr)
+        factor = 1
         if target and key == "heap" and unit in BYTE_UNITS:
-            fix = f"`heap = {value} * {BYTE_UNITS[unit]}` ({unit} in bytes)" if BYTE_UNITS[unit] != 1 else \
-                f"`heap = {value}`"
-            hint = f"limits are plain numbers and the heap is in bytes: write {fix}"
+            factor = BYTE_UNITS[unit]
+            text = f"`heap = {value} * {factor}` ({unit} in bytes)" if factor != 1 else f"`heap = {value}`"
+            hint = f"limits are plain numbers and the heap is in bytes: write {text}"
         elif target:
             hint = f"`{key}` is a plain count: write `{key} = {value}`"
         elif unit in TIME_UNITS:
             factor = TIME_UNITS[unit]
-            fix = f"`cost {key} = {value}`" if factor == 1 else f"`cost {key} = {value} * {factor}`"
-            hint = f"costs are plain numbers of µs: write {fix}"
+            text = f"`cost {key} = {value}`" if factor == 1 else f"`cost {key} = {value} * {factor}`"
+            hint = f"costs are plain numbers of µs: write {text}"
         else:
             hint = f"costs are plain numbers of µs: write `cost {key} = {value}`"
-        self.err("PG001", f"unit suffix `{unit}` is not part of the language", span, hint=hint)
+        if factor == 1:
+            edit = Edit.delete(span)
+        elif isinstance(expr, (Num, Name)):
+            edit = Edit(span, f"* {factor}")
+        else:  # `2 + 254 MiB` -> `(2 + 254) * 1048576`
+            edit = Edit(attrs.evolve(expr.span, end_line=span.end_line, end_col=span.end_col),
+                        f"({unparse_expr(expr)}) * {factor}")
+        self.err("PG001", f"unit suffix `{unit}` is not part of the language", span, hint=hint, fix=Fix((edit,)))
 
     # ---- statements ----
     def block(self, block: ast.Block) -> None:
@@ -164,7 +175,8 @@ class _Forms:
                     first = t.flag_spans[t.flags.index(f)]
                     self.err("PG036", f"wave '{w.name}' repeats the `{f}` flag of its declaration '{t.name}'", span,
                              [Note("the declaration's flag", first)], severity=Severity.WARNING,
-                             hint=f"drop one of the two: a flag on `tiles {t.name}` applies to every wave")
+                             hint=f"drop one of the two: a flag on `tiles {t.name}` applies to every wave",
+                             fix=Fix((Edit.delete(span),)))
         if t.kind is TaskKind.TILES:
             if Flag.SYNC_START in t.flags:
                 for w in waves:
@@ -177,20 +189,22 @@ class _Forms:
                 if w.kind is not TaskKind.SPMD and Flag.SYNC_START in w.flags:
                     span = w.flag_spans[w.flags.index(Flag.SYNC_START)]
                     self.err("PG036", f"`sync_start` on `parallel` wave '{w.name}': only an SPMD grid starts its "
-                             "blocks together", span, hint="drop `sync_start`, or make the wave `spmd`")
+                             "blocks together", span, hint="drop `sync_start`, or make the wave `spmd`",
+                             fix=Fix((Edit.delete(span),)))
         elif t.kind is not TaskKind.SPMD and Flag.SYNC_START in t.flags:
             span = t.flag_spans[t.flags.index(Flag.SYNC_START)]
             what = "a dummy" if t.kind is TaskKind.DUMMY else f"`{t.kind}` task"
             self.err("PG036", f"`sync_start` on {what} '{t.name}': only an SPMD grid starts its blocks together "
                      "(simpler: require_sync_start launches a grid's blocks all-or-nothing)", span,
-                     hint="drop `sync_start`, or make the task an `spmd` grid")
+                     hint="drop `sync_start`, or make the task an `spmd` grid", fix=Fix((Edit.delete(span),)))
 
     def repeated(self, flags: Sequence[Flag], spans: Sequence[Span], owner: str) -> None:
         seen: dict[Flag, Span] = {}
         for f, span in zip(flags, spans):
             if f in seen:
                 self.err("PG036", f"the `{f}` flag of {owner} is given twice", span,
-                         [Note("first given here", seen[f])], severity=Severity.WARNING, hint="drop the second one")
+                         [Note("first given here", seen[f])], severity=Severity.WARNING, hint="drop the second one",
+                         fix=Fix((Edit.delete(span),)))
             else:
                 seen[f] = span
 

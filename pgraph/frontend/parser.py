@@ -10,10 +10,10 @@ from typing import Any
 import lark
 from lark import Token, Transformer, v_args
 
-from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import MAX_INT_BITS
 from pgraph.frontend import ast
-from pgraph.frontend.syntax_errors import best_match, describe
+from pgraph.frontend.syntax_errors import SYNTAX_EXAMPLES, best_match, describe
 from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import SourceFile, Span, span_from_meta
 
@@ -118,7 +118,8 @@ class _ToAst(Transformer[Any, Any]):
     @v_args(meta=True)
     def scope_stmt(self, meta: Any, c: list[Any]) -> ast.ScopeStmt:
         ring = int(str(c[1]).replace("_", "")) if len(c) == 3 else None
-        return ast.ScopeStmt(ScopeMode(str(c[0])), ring, c[-1], self._span(meta))
+        return ast.ScopeStmt(ScopeMode(str(c[0])), ring, c[-1], self._span(meta),
+                             self._tok(c[1]) if len(c) == 3 else None)
 
     @v_args(meta=True)
     def for_stmt(self, meta: Any, c: list[Any]) -> ast.ForStmt:
@@ -377,10 +378,11 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         opened = open_block(file) if at_end else None
         notes = [Note(f"this `{{` of {opened[1]} is never closed", opened[0])] if opened else []
         if friendly:
-            bag.add("PG001", f"{friendly[0]} ({detail})", span, notes, hint=friendly[1])
+            fix = missing_comma(file, span) if friendly[0].startswith("items in a list are separated by") else None
+            bag.add("PG001", f"{friendly[0]} ({detail})", span, notes, hint=friendly[1], fix=fix)
         elif opened:
-            bag.add("PG001", f"the file ends inside a block ({detail})", span, notes,
-                    hint="add the missing `}` where the block should end")
+            entry = next(e for e in SYNTAX_EXAMPLES if e.message.startswith("a block is not closed"))
+            bag.add("PG001", f"{entry.message} ({detail})", span, notes, hint=entry.hint)
         else:
             bag.add("PG001", detail, span, hint="see docs/language.md for the grammar")
         return None
@@ -400,6 +402,18 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         bag.add("PG018", f"an integer literal of {digits:,} digits is too large (the limit is 2**{MAX_INT_BITS})",
                 span_from_meta(file, tok or err.obj), hint="integers are decimal constants; write a shorter value")
         return None
+
+
+def missing_comma(file: SourceFile, at: Span) -> Fix | None:
+    """The fix of 'items in a list are separated by ,': a comma after the item before `at`."""
+    line, col = at.line, at.col - 1
+    while line >= 1:
+        text = file.line(line)[:col] if line == at.line else file.line(line).split("#")[0]
+        stripped = text.rstrip()
+        if stripped:
+            return Fix((Edit.insert(at, line, len(stripped) + 1, ","),))
+        line -= 1
+    return None
 
 
 def open_block(file: SourceFile) -> tuple[Span, str] | None:

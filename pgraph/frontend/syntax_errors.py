@@ -11,7 +11,9 @@ a parse error is compared with every example's error of the same kind and parser
 1. the same offending token (type and text) or the same offending character;
 2. the same token type; for an unexpected character, the same character in any state;
 3. the same state alone. So the first entry listing a state is that state's default
-   message, and later entries refine it for particular tokens.
+   message, and later entries refine it for particular tokens;
+4. failing that, another state that accepts exactly the same tokens (ranked as 1-3): the end
+   of any top-level declaration expects the same keywords, whichever declaration it was.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
     SyntaxExample(
         "an expression is missing",
         "complete the expression, e.g. `const A = 4 * 256`",
-        ("const A =", "const A = 1 +", "assert A ==", "const A = 1 * (", "entry e { let x = }"),
+        ("const A =", "const A = 1 +", "const A = B *", "assert A ==", "const A = 1 * (", "entry e { let x = }"),
     ),
     SyntaxExample(
         "'==' compares; a constant is declared with a single '='",
@@ -85,7 +87,7 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
         "a '(' is not closed",
         "add the missing ')'",
         ("const A = (1 + 2", "const A = min(1, 2", "const A = (B", "entry e { at t { call k(x",
-         "entry e { at a deps(x"),
+         "entry e { at a deps(x", "kernel k aiv (a : in f32[1]"),
     ),
     SyntaxExample(
         "a '[' is not closed with ']'",
@@ -127,7 +129,8 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
         "only declarations may appear at the top level",
         "top-level items are include, const, assert, tensor, scalar, view, kernel, fragment and entry; "
         "put tasks inside `entry NAME { ... }`",
-        ("at x", "spmd q[i in 0..4]", "manual scope { }", "cosnt A = 1", "foo"),
+        ("at x", "spmd q[i in 0..4]", "manual scope { }", "cosnt A = 1", "foo",
+         'include "m.pgl"\nat x', 'include "m.pgl"\nfoo'),
     ),
     SyntaxExample(
         "this '}' closes nothing",
@@ -336,10 +339,12 @@ def best_match(err: UnexpectedInput, parse: Callable[[str], object], source: str
         same_state = s == state and (kind == "char" or a == accepts)
         if kind == "char":
             rank = 0 if same_state and x == text else 1 if x == text else 2 if same_state else None
-        elif not same_state:
-            rank = None
-        else:
+        elif same_state:
             rank = 0 if (t, x) == (ttype, text) else 1 if t == ttype else 2
+        elif a is not None and a == accepts:  # another state that expects the same tokens
+            rank = 3 if (t, x) == (ttype, text) else 4 if t == ttype else 5
+        else:
+            rank = None
         if rank is not None and (best is None or (rank, index) < best):
             best = (rank, index)
     return None if best is None else SYNTAX_EXAMPLES[best[1]]

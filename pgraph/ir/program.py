@@ -24,6 +24,7 @@ from pgraph.kinds import (
     DepKind,
     DimKind,
     Direction,
+    Flag,
     ScopeKind,
     ScopeMode,
     Storage,
@@ -138,6 +139,9 @@ class Scope:
     loop: int | None = None
     taskids: tuple[tuple[str, Span], ...] = ()
     interleave: int | None = None
+    #: the `{ ... }` of the scope's body and where a stated ring is written (for fixes)
+    block_span: Span | None = attrs.field(default=None, eq=False)
+    ring_span: Span | None = attrs.field(default=None, eq=False)
 
     @property
     def ring(self) -> int:
@@ -300,6 +304,8 @@ class Dispatch:
     #: id of the `interleave` block it was declared in (submission round-robin), else None
     interleave: int | None = None
     call: CallSite | None = None
+    #: every flag of the declaration and of its wave line, with where it is written (for fixes)
+    flag_spans: tuple[tuple[Flag, Span], ...] = attrs.field(default=(), eq=False)
 
     @property
     def task_count(self) -> int:
@@ -336,6 +342,10 @@ class TileSet:
     kind: TaskKind
     span: Span
     waves: tuple[WaveDecl, ...] = ()
+    #: the whole declaration, its last `deps(...)` clause and its `{ ... }` body (for fixes)
+    decl_span: Span | None = attrs.field(default=None, eq=False)
+    deps_span: Span | None = attrs.field(default=None, eq=False)
+    body_span: Span | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

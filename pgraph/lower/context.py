@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import EvalError, Expr, Name, Num, evaluate, free_vars, substitute
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
@@ -92,9 +92,9 @@ class LowerContext:
 
     # ---- diagnostics ----
     def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (),
-            hint: str | None = None) -> None:
+            hint: str | None = None, fix: Fix | None = None) -> None:
         """Report a resolution error (the pipeline's note hooks add the include and `use` chains)."""
-        self.bag.add(code, message, span, notes, hint)
+        self.bag.add(code, message, span, notes, hint, fix=fix)
 
     def dup(self, name: str, span: Span, first: Span, what: str) -> None:
         """PG003 for a second declaration of `name` (or for a fragment used twice)."""
@@ -145,7 +145,8 @@ class LowerContext:
                     guess = closest(name, self.const_decls)
                     self.err("PG002", f"'{name}' is not a declared constant ({what})", node.span if node else None,
                              hint=f"did you mean '{guess}'?" if guess else
-                             "declare it with `const NAME = ...` or fix the spelling")
+                             "declare it with `const NAME = ...` or fix the spelling",
+                             fix=respell(node.span, name, guess) if node else None)
                 return None
             env[name] = value
         try:
@@ -171,7 +172,8 @@ class LowerContext:
                     guess = closest(name, [*self.const_decls, *env.values, *env.variables])
                     self.err("PG002", f"'{name}' is not defined here", node.span if node else None,
                              hint=f"did you mean '{guess}'?" if guess else
-                             "declare it (const, let, index variable or loop variable) before use")
+                             "declare it (const, let, index variable or loop variable) before use",
+                             fix=respell(node.span, name, guess) if node else None)
                 ok = False
                 continue
             values[name] = Num(value, node.span if node else expr.span)
@@ -226,11 +228,13 @@ class LowerContext:
         return True
 
     def new_scope(self, mode: ScopeMode, parent: int | None, kind: ScopeKind, span: Span, ring: int | None = None,
-                  loop: int | None = None, interleave: int | None = None) -> int:
+                  loop: int | None = None, interleave: int | None = None, block_span: Span | None = None,
+                  ring_span: Span | None = None) -> int:
         """Open a scope record (depth from its parent) and return its id."""
         depth = 1 if parent is None else self.scopes[parent].depth + 1
         sid = len(self.scopes)
-        self.scopes.append(ir.Scope(sid, mode, depth, parent, kind, span, ring, loop, (), interleave))
+        self.scopes.append(ir.Scope(sid, mode, depth, parent, kind, span, ring, loop, (), interleave,
+                                    block_span, ring_span))
         return sid
 
     def alloc_scope(self, scope: int | None) -> int | None:
@@ -244,6 +248,13 @@ class LowerContext:
         """True when `name` is a TaskId carry."""
         carry = self.carries.get(name)
         return carry is not None and carry.kind is CarryKind.TASK
+
+
+def respell(span: Span, name: str, guess: str | None) -> Fix | None:
+    """The fix of a 'did you mean' hint: `guess` in place of `name`, which starts `span`."""
+    if guess is None or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
+        return None
+    return Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), guess),))
 
 
 def find_name(expr: Expr, name: str) -> Name | None:

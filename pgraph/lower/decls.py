@@ -8,7 +8,7 @@ from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
 from pgraph.kinds import CarryKind, Storage
-from pgraph.lower.context import Env, LowerContext
+from pgraph.lower.context import Env, LowerContext, respell
 from pgraph.source import Span
 from pgraph.suggest import closest
 
@@ -183,4 +183,5 @@ def unknown_dep(ctx: LowerContext, consumer: str, dep: ir.DepRef) -> None:
     guess = closest(dep.target, [*ctx.tilesets, *(c for c in ctx.carries if ctx.task_carry(c))])
     ctx.err("PG002", f"'{consumer}' depends on '{dep.target}', which is not a declared task", dep.span,
             hint=f"did you mean '{guess}'?" if guess else
-            "deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry")
+            "deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry",
+            fix=respell(dep.span, dep.target, guess))

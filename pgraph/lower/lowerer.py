@@ -40,7 +40,7 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
             ctx.err("PG002", "the spec declares no `entry`", Span(loaded.root, 1, 1, 1, 1),
                     hint="add `entry NAME { ... }` holding the orchestration body")
         return None
-    root = ctx.new_scope(ScopeMode.AUTO, None, ScopeKind.ENTRY, entry.span)
+    root = ctx.new_scope(ScopeMode.AUTO, None, ScopeKind.ENTRY, entry.span, block_span=entry.block.span)
     walk(ctx, entry.block, Where(root, Env({}), None, ()))
     decls.finish_carries(ctx)
     decls.finish_costs(ctx)

@@ -9,7 +9,7 @@ from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.kinds import ScopeKind, ScopeMode, unhandled
 from pgraph.lower import decls
-from pgraph.lower.context import MAX_CHAIN, LowerContext, Where
+from pgraph.lower.context import MAX_CHAIN, LowerContext, Where, respell
 from pgraph.lower.tasks import lower_task
 from pgraph.suggest import closest
 
@@ -57,7 +57,8 @@ def walk_interleave(ctx: LowerContext, stmt: ast.InterleaveStmt, where: Where) -
 
 def walk_scope(ctx: LowerContext, stmt: ast.ScopeStmt, where: Where) -> None:
     """An auto or manual scope block (its nesting and stated ring are checked by pgraph.plan)."""
-    sid = ctx.new_scope(stmt.mode, where.scope, ScopeKind.BLOCK, stmt.span, stmt.ring, interleave=where.interleave)
+    sid = ctx.new_scope(stmt.mode, where.scope, ScopeKind.BLOCK, stmt.span, stmt.ring, interleave=where.interleave,
+                        block_span=stmt.block.span, ring_span=stmt.ring_span)
     walk(ctx, stmt.block, where.inner(scope=sid))
 
 
@@ -72,7 +73,7 @@ def walk_for(ctx: LowerContext, stmt: ast.ForStmt, where: Where) -> None:
     carries = [c for c in (decls.declare_carry(ctx, item) for item in stmt.carries) if c is not None]
     scoped = stmt.scoped and not ctx.in_manual(where.scope)
     body = (ctx.new_scope(ScopeMode.AUTO, where.scope, ScopeKind.LOOP, stmt.span, loop=lid,
-                          interleave=where.interleave) if scoped else None)
+                          interleave=where.interleave, block_span=stmt.block.span) if scoped else None)
     ctx.loops.append(ir.Loop(lid, ir.IAxis(stmt.axis.var, lo, hi, stmt.axis.span), tuple(carries), body,
                              where.scope, stmt.span, scoped=scoped, interleave=where.interleave))
     inner = where.inner(scope=body if body is not None else where.scope, loops=(*where.loops, lid))
@@ -87,7 +88,8 @@ def use_fragment(ctx: LowerContext, use: ast.Use, where: Where) -> None:
         guess = closest(use.name, ctx.fragments.decls)
         ctx.err("PG002", f"fragment '{use.name}' is not declared", use.name_span,
                 hint=f"did you mean '{guess}'?" if guess else
-                "declare it at the top level of a file: `fragment NAME { statements }`")
+                "declare it at the top level of a file: `fragment NAME { statements }`",
+                fix=respell(use.name_span, use.name, guess))
         return
     if len(ctx.fragments.active) >= MAX_CHAIN:  # each `use` recurses; stop before Python's limit
         ctx.err("PG033", f"fragment '{use.name}' is used through a chain of more than {MAX_CHAIN} nested "

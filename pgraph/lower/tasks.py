@@ -17,7 +17,7 @@ from pgraph.expr import Expr, free_vars
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.kinds import DIRECTION_ACCESSES, DepKind, Flag, TaskKind, unhandled
-from pgraph.lower.context import Env, LowerContext, Where
+from pgraph.lower.context import Env, LowerContext, Where, respell
 from pgraph.source import Span
 from pgraph.suggest import closest
 
@@ -48,7 +48,8 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
     if index is None:
         return
     waves = [b for b in t.body if isinstance(b, ast.Wave)] if t.kind is TaskKind.TILES else []
-    ctx.tilesets[t.name] = ir.TileSet(t.name, tuple(index), (), where.scope, t.kind, t.name_span)
+    ctx.tilesets[t.name] = ir.TileSet(t.name, tuple(index), (), where.scope, t.kind, t.name_span,
+                                      decl_span=t.span, deps_span=t.deps_span, body_span=t.body_span)
     ctx.failed.discard(t.name)
     local = where.env.child()
     local.variables.update(a.var for a in index)
@@ -65,6 +66,7 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
     else:
         specs = [(None, index, [], (), (), t.span)]
     names = []
+    wave_flag_spans = {w.name: tuple(zip(w.flags, w.flag_spans)) for w in waves}
     for wave, task_axes, block_axes, wflags, wdeps, span in specs:
         name = f"{t.name}.{wave}" if wave else t.name
         flags = set(t.flags) | set(wflags)
@@ -80,6 +82,7 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
             early=Flag.EARLY in flags, sync_start=Flag.SYNC_START in flags, deps=deps, scope=where.scope,
             phase=where.phase, order=len(ctx.dispatches), loops=where.loops, span=span if wave else t.span,
             interleave=where.interleave, call=call,
+            flag_spans=(*zip(t.flags, t.flag_spans), *wave_flag_spans.get(wave or "", ())),
         ))
         names.append(name)
     ctx.tilesets[t.name] = attrs.evolve(ctx.tilesets[t.name], dispatches=tuple(names), waves=tuple(wave_decls))
@@ -189,8 +192,11 @@ def lower_body(ctx: LowerContext, t: ast.Task, env: Env
     kernel = ctx.kernels.get(call.kernel)
     if kernel is None:
         guess = closest(call.kernel, ctx.kernels)
+        at = call.span.file.line(call.span.line).find(call.kernel, call.span.col - 1) + 1
+        name_span = attrs.evolve(call.span, col=at, end_line=call.span.line, end_col=at + len(call.kernel))
         ctx.err("PG002", f"kernel '{call.kernel}' is not declared", call.span,
-                hint=f"did you mean '{guess}'?" if guess else "declare it with `kernel NAME aic|aiv|mix (params)`")
+                hint=f"did you mean '{guess}'?" if guess else "declare it with `kernel NAME aic|aiv|mix (params)`",
+                fix=respell(name_span, call.kernel, guess) if at > 0 else None)
         return None
     site = ir.CallSite(kernel.name, len(call.args), call.span)
     if len(call.args) != len(kernel.params):
@@ -290,7 +296,8 @@ def bind_arg(ctx: LowerContext, arg: ast.Expr | ast.Region, param: ir.Param, ker
         guess = closest(arg.id, [*ctx.tensors, *ctx.carry_types])
         ctx.err("PG002", f"'{arg.id}' is not declared (parameter '{param.name}' of '{kernel.name}' takes a "
                 "tensor)", span, note, hint=f"did you mean '{guess}'?" if guess else
-                "declare the tensor (`tensor NAME : dtype[shape]`) before the task")
+                "declare the tensor (`tensor NAME : dtype[shape]`) before the task",
+                fix=respell(span, arg.id, guess))
         return None
     if not isinstance(arg, ast.Region):
         ctx.err("PG019", f"parameter '{param.name}' of '{kernel.name}' is a tensor, got an expression", span, note)

@@ -16,9 +16,9 @@ from typing import Any
 
 import attrs
 
-from pgraph.diagnostics import Note, Severity
+from pgraph.diagnostics import Edit, Fix, Note, Severity
 from pgraph.ir.instances import Instance
-from pgraph.kinds import WAIT, TaskKind
+from pgraph.kinds import WAIT, Flag, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
 
 
@@ -195,9 +195,11 @@ class DummyEffectPass(Pass):
             d = p.dispatch(name)
             insts = by_dispatch[name]
             if d.early:
+                spans = [s for f, s in d.flag_spans if f is Flag.EARLY]
                 plan.bag.add("PG104", f"dummy '{name}' carries `early`: a dummy cannot be flagged", d.span,
                              severity=Severity.ERROR,
-                             hint="pypto's task_dummy takes only deps= and never sets allow_early_resolve; drop `early`")
+                             hint="pypto's task_dummy takes only deps= and never sets allow_early_resolve; drop `early`",
+                             fix=Fix(tuple(Edit.delete(s) for s in spans)) if spans else None)
                 continue
             if d.deps:
                 if any(not list(g.graph.predecessors(i.id)) for i in insts):

@@ -16,12 +16,13 @@ from collections import defaultdict
 
 import attrs
 
-from pgraph.diagnostics import Note
+from pgraph.diagnostics import Fix, Note
 from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
 from pgraph.kinds import AccessKind, Direction, ScopeMode, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
+from pgraph.plan.fixes import add_dep, declare_taskids, fix
 from pgraph.plan.reach import Reach, ancestors
 from pgraph.source import Span
 
@@ -208,12 +209,13 @@ class RacePass(Pass):
         notes = [Note(f"'{ia.label}' {KIND_WORD[c.first_kind]} {c.first_tensor} here",
                       _access_span(dpa, c.first_tensor, p))]
         fix = self.fix(plan, dpa, dpb, ia.id, ib.id)
+        edits = self.edits(plan, dpa, dpb) if fix.startswith("add `") else None
         span = _access_span(dpb, c.second_tensor, p)
         if r.boundary:
             plan.bag.add(
                 "PG101", f"across a manual-scope boundary: {what}", span, notes,
                 hint=f"the runtime infers no edge into or out of a manual scope (simpler: MANUAL skips creator, "
-                     f"lookup and registration); {fix}")
+                     f"lookup and registration); {fix}", fix=edits)
             return
         if p.scopes[ib.scope].mode is ScopeMode.MANUAL:
             why = "in a manual scope only explicit and carried edges order tasks"
@@ -222,7 +224,18 @@ class RacePass(Pass):
                    "order the writer after the reader with a dep (do not promote the reader to InOut)")
         else:
             why = "no inferred or explicit edge orders them"
-        plan.bag.add("PG100", f"race: {what}", span, notes, hint=f"{why}; {fix}")
+        plan.bag.add("PG100", f"race: {what}", span, notes, hint=f"{why}; {fix}", fix=edits)
+
+    @staticmethod
+    def edits(plan: Plan, dpa: Dispatch, dpb: Dispatch) -> Fix | None:
+        """The edits of the 'add `producer` to the deps' hint (and its `taskids`, when needed)."""
+        p = plan.program
+        producer = dpa.tileset
+        dep = add_dep(p.tilesets[dpb.tileset], producer)
+        if dpa.scope in p.ancestors(dpb.scope):
+            return fix(dep)
+        common = next(s for s in p.ancestors(dpa.scope) if s in p.ancestors(dpb.scope))
+        return fix(dep, declare_taskids(p.scopes[common], producer))
 
     @staticmethod
     def fix(plan: Plan, dpa: Dispatch, dpb: Dispatch, a: int, b: int) -> str:

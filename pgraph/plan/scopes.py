@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import attrs
 
-from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.ir.program import Program
 from pgraph.kinds import CarryKind, DepKind, ScopeKind, ScopeMode, Storage
 from pgraph.plan.base import ProgramCheck
+from pgraph.plan.fixes import declare_taskids, fix
 from pgraph.source import Span
 
 
@@ -41,7 +42,8 @@ class ScopeNestingCheck(ProgramCheck):
             if s.expected_ring is not None and s.expected_ring != s.ring:
                 bag.add("PG023", f"this scope is at depth {s.depth}, so its ring is {s.ring}, not {s.expected_ring}",
                         s.span, hint="ring = min(depth, 3) (simpler: current_ring_id); move the scope or fix the "
-                                     "stated ring")
+                                     f"stated ring (`ring {s.ring}`)",
+                        fix=Fix((Edit(s.ring_span, str(s.ring)),)) if s.ring_span is not None else None)
         blocks = {b.id: b for b in p.interleaves}
         for b in p.interleaves:
             if b.parent is not None:
@@ -91,7 +93,8 @@ class VisibilityCheck(ProgramCheck):
                     [Note(f"'{dep.target}' is declared in this scope", p.scopes[ts.scope].span),
                      Note("a scope that encloses both", p.scopes[common].span)],
                     hint=f"a TaskId is a local of its PTO2_SCOPE: declare `taskids {dep.target}` in the scope that "
-                         "encloses both (pypto: a TASK_ID array hoisted into the consumer's scope)")
+                         "encloses both (pypto: a TASK_ID array hoisted into the consumer's scope)",
+                    fix=fix(declare_taskids(p.scopes[common], dep.target)))
             self.buffers(p, f"'{d.name}'", d.scope, [a.region.tensor for a in d.args if a.region is not None]
                          + [a.region.tensor for a in d.accesses], d.span, bag)
         for lp in p.loops:

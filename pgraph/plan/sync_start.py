@@ -19,7 +19,8 @@ grid itself, so those two cases are the decidable ones; how long the grid waits 
 
 from __future__ import annotations
 
-from pgraph.diagnostics import Severity
+from pgraph.diagnostics import Edit, Fix, Severity
+from pgraph.ir.program import Dispatch
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Pass, Plan
 from pgraph.plan.reach import Reach
@@ -37,6 +38,14 @@ def shape_units(target: dict[str, int], core: Core) -> int:
             return target["aiv"]
         case Core.MIX:
             return min(target["clusters"], target["aic"], target["aiv"] // 2)
+
+
+def _fewer(d: Dispatch, units: int) -> Fix | None:
+    """The fix 'use at most `units` blocks' for a grid over one block axis: its upper bound lowered."""
+    if len(d.block_axes) != 1:
+        return None
+    a = d.block_axes[0]
+    return Fix((Edit(a.span, f"{a.var} in {a.lo}..{a.lo + units}"),))
 
 
 class SyncStartStarvedPass(Pass):
@@ -71,7 +80,8 @@ class SyncStartStarvedPass(Pass):
                              f"a whole cluster (1 AIC + 2 AIV) and the target has only {units} such clusters "
                              f"({target['clusters']} clusters, {target['aic']} AIC, {target['aiv']} AIV): it can "
                              "never start", d.span, severity=Severity.ERROR,
-                             hint=f"use at most {units} blocks, or a target with {inst.blocks} full clusters")
+                             hint=f"use at most {units} blocks, or a target with {inst.blocks} full clusters",
+                             fix=_fewer(d, units))
                 continue
             if inst.blocks != units:
                 continue

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 from pgraph.cli import main
 from pgraph.diagnostics import RULES
+from tests.unit.test_grammar_words import grammar_words
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
 FILES = ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl")
@@ -38,8 +39,9 @@ ORIGINAL = {name: (SPECS / name).read_text(encoding="utf-8") for name in FILES}
 
 #: One token: a string, a comment (skipped), a word, an integer, a two-character operator, any other character.
 TOKEN_RE = re.compile(r'"[^"\n]*"|#[^\n]*|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_]*|\.\.|\+:|==|!=|<=|>=|\S')
-#: Every keyword of the grammar (its quoted words: "include", "deps", "bf16", ...), never a mutation's name.
-KEYWORDS = frozenset(re.findall(r'"([a-z_][a-z_0-9]*)"', (SPECS.parent / "grammar" / "pgl.lark").read_text()))
+#: Every keyword of the grammar, never a mutation's name: the words of its terminals, quoted ("include",
+#: "interleave") and regex alternations alike (`at|spmd|...`, `early|sync_start`, the dtypes, the units).
+KEYWORDS = grammar_words()
 #: Out-of-range replacements for a number: zero, negative, one, huge (past i32, i64), and near the original.
 FIXED_NUMBERS = ("0", "-1", "1", "2", "3", "-1000000", "2147483648", "9223372036854775808", "1" + "0" * 30)
 #: Mutation kinds, weighted towards the ones that get past the parser (a token edit is mostly PG001).

@@ -254,7 +254,7 @@ def test_json_format_of_pgraph_check(capsys: pytest.CaptureFixture[str]) -> None
     data = json.loads(capsys.readouterr().out)
     assert isinstance(data, list) and data
     diag = next(d for d in data if d["code"] == "PG012")
-    assert set(diag) == {"code", "slug", "severity", "message", "span", "notes", "hint"}
+    assert set(diag) == {"code", "slug", "severity", "message", "span", "notes", "hint", "fix"}
     assert (diag["slug"], diag["severity"]) == ("kernel-arg-shape", "error")
     line, col = line_col(spec, "wq[ks*QKV_K_SLICE +: QKV_N_TILE")
     assert diag["span"]["file"].endswith("PG012_kernel_arg_shape.pgl")

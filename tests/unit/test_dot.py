@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -98,11 +97,8 @@ def test_dot_renders_svg(case: str, tmp_path: Path) -> None:
     exe = require_tool("dot")
     src = tmp_path / f"{case}.dot"
     src.write_text(render_dot(plan_ok(CASES[case])), encoding="utf-8")
-    t0 = time.monotonic()
     proc = subprocess.run([exe, "-Tsvg", str(src)], capture_output=True, text=True, timeout=30, check=False)
-    elapsed = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
-    assert elapsed < 30
     assert "Warning" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
     svg = proc.stdout
     # Graphviz's own parse: one SVG node group per dispatch, one cluster group per scope/loop.

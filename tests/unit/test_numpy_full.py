@@ -62,8 +62,7 @@ def test_full_deep_runs_are_as_close_as_the_reference_to_itself(layers: int, cap
     c = ex.comparison
     assert c is not None and c.nonfinite == 0 and c.cosine > 0.999
     floor = session.noise_floor()
-    with capsys.disabled():
-        print(f"\n{layers} layers: executor {c.render()}\n  {floor.render()}")
+    print(f"\n{layers} layers: executor {c.render()}\n  {floor.render()}")
     assert c.ok or floor.explains(c)
     # the f32 residual (before copy_out's rounding) stays within its tier at 10 and 40 layers
     assert ex.residual_comparison is not None and ex.residual_comparison.pass_rate >= c.required

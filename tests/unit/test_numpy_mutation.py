@@ -50,7 +50,7 @@ def test_edge_set(setup) -> None:
 
 
 @pytest.mark.parametrize("chunk", range(CHUNKS))
-def test_detector_reports_every_needed_edge(setup, chunk: int, capsys: pytest.CaptureFixture[str]) -> None:
+def test_detector_reports_every_needed_edge(setup, chunk: int) -> None:
     session, edges, needed = setup
     part = edges[chunk::CHUNKS]
     caught = missed = false_alarms = quiet = 0
@@ -66,9 +66,8 @@ def test_detector_reports_every_needed_edge(setup, chunk: int, capsys: pytest.Ca
             quiet += not r.detected
             if r.detected:
                 bad.append(f"false alarm {r.label}: {r.how}")
-    with capsys.disabled():
-        print(f"\nrun-time mutation (chunk {chunk + 1}/{CHUNKS}): {len(part)} edges, needed {caught + missed}, "
-              f"reported {caught}, missed {missed}, redundant {quiet + false_alarms}, false alarms {false_alarms}")
+    print(f"\nrun-time mutation (chunk {chunk + 1}/{CHUNKS}): {len(part)} edges, needed {caught + missed}, "
+          f"reported {caught}, missed {missed}, redundant {quiet + false_alarms}, false alarms {false_alarms}")
     assert not bad, bad
 
 
@@ -84,7 +83,7 @@ def damage_kind(how: str) -> str:
 
 
 @pytest.mark.slow
-def test_full_sweep_numeric(setup, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]) -> None:
+def test_full_sweep_numeric(setup, request: pytest.FixtureRequest) -> None:
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("opt-in: -m slow (about 2.5 minutes)")
     session, edges, needed = setup
@@ -103,7 +102,6 @@ def test_full_sweep_numeric(setup, request: pytest.FixtureRequest, capsys: pytes
         else:
             counts["redundant"] += 1
             counts["redundant_differs"] += bool(r.differs or r.detected)
-    with capsys.disabled():
-        print(f"\nrun-time mutation sweep: {len(edges)} edges, {counts}; damage: {dict(sorted(how.items()))}")
+    print(f"\nrun-time mutation sweep: {len(edges)} edges, {counts}; damage: {dict(sorted(how.items()))}")
     assert not bad, bad[:20]
     assert counts["redundant_differs"] == 0

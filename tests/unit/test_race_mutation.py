@@ -112,7 +112,7 @@ def test_head_has_no_race_by_both(head2) -> None:
     assert find_races(head2) == []
 
 
-def test_edge_deletion_mutations(head2, capsys) -> None:
+def test_edge_deletion_mutations(head2) -> None:
     plan = head2
     g = plan.graph.graph
     succ = {u: list(g.successors(u)) for u in g.nodes}
@@ -145,9 +145,8 @@ def test_edge_deletion_mutations(head2, capsys) -> None:
         caught += oracle_race and planner_race
         false_alarms += planner_race and not oracle_race
         missed += oracle_race and not planner_race
-    with capsys.disabled():
-        print(f"\nrace mutation test: {len(layer0)} edges, needed {needed}, redundant {len(redundant)}, "
-              f"caught {caught}, false alarms {false_alarms}, missed {missed}")
+    print(f"\nrace mutation test: {len(layer0)} edges, needed {needed}, redundant {len(redundant)}, "
+          f"caught {caught}, false alarms {false_alarms}, missed {missed}")
     assert false_alarms == 0 and missed == 0
     assert caught == needed
     # the edges that order no data, derived by hand in tests/conftest.py

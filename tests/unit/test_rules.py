@@ -100,22 +100,63 @@ def test_head_ring_table_and_heap(head) -> None:
     # §2.1: the 16 per-layer buffers, each rounded up to 1024 B (two [16,1] f32 buffers of 64 B -> 1024)
     sizes = [64, 327_680, 65_536, 65_536, 163_840, 163_840, 327_680, 1_114_112, 1_114_112, 327_680,
              327_680, 163_840, 64, 557_056, 327_680, 163_840]
-    assert sum(math.ceil(b / 1024) * 1024 for b in sizes) == 5_212_160
-    assert body["heap_bytes"] == 5_212_160
+    heap = sum(math.ceil(b / 1024) * 1024 for b in sizes)   # 5,212,160 B
+    assert body["heap_bytes"] == heap
     ring2 = next(r for r in report_facts(head)["rings"] if r["ring"] == 2)
-    assert ring2["layer_heap"] == 5_212_160
+    assert ring2["layer_heap"] == heap
     # dcr_xgamma is the one task of the layer body (ring 2); 265 - 1 + 12 submits sit on ring 3
     ring3 = next(r for r in report_facts(head)["rings"] if r["ring"] == 3)
     assert ring3["layer_tasks"] == 265 - 1 + 12
 
 
-def test_critical_path_reports_the_broken_link(head) -> None:
+#: One layer's critical path by hand, with the default unit costs (aic 10, aiv 5, mix 20, dummy 0)
+#: and a2a3's 24 AIC / 48 AIV / 24 clusters: (task, cost). q_proj is 50 AIC blocks = 3 waves;
+#: fa_fused 24 MIX blocks = 1 wave; gate_proj.critical 6 AIC blocks; dcr_xgamma 5 AIV blocks.
+LAYER_PATH = [("q_proj", 30), ("fa_fused", 20), ("out_proj_dummy", 0), ("out_proj.deferred[t=0]", 10),
+              ("residual_rms_cast[c=0]", 5), ("gate_proj.critical[k=0]", 10), ("silu[n=0]", 5),
+              ("down_proj[n=0,k=0]", 10), ("dcr_xgamma", 5)]
+ENTRY_COST = 5 + 5    # copy_hidden (1 AIV block) -> x_gamma0 (5 AIV blocks, one wave)
+EXIT_COST = 5         # copy_out
+
+
+def test_critical_path_values_by_hand(head) -> None:
     cp = report_facts(head)["critical_path"]
-    assert cp["length_us"] > cp["per_layer_us"] > 0
-    tasks = [s["task"] for s in cp["path"]]
-    assert any(t.startswith("fa_fused") for t in tasks)
-    link = cp["first_broken_early_link_in_layer"]
-    assert link is not None and link["reason"]
+    per_layer = sum(c for _, c in LAYER_PATH)
+    assert per_layer == 95
+    assert cp["per_layer_us"] == per_layer
+    assert cp["length_us"] == ENTRY_COST + 40 * per_layer + EXIT_COST
+    steps = [(s["task"], s["cost_us"]) for s in cp["path"] if s["kind"] != "alloc"]
+    assert steps[:2] == [("copy_hidden", 5), ("x_gamma0", 5)] and steps[-1] == ("copy_out", 5)
+    for layer, offset in ((0, 2), (1, 2 + len(LAYER_PATH))):
+        assert steps[offset:offset + len(LAYER_PATH)] == [(f"{t}@L={layer}", c) for t, c in LAYER_PATH]
+    # early resolve (reference §4: copy_hidden carries no E; a dummy is never a candidate)
+    assert cp["first_broken_early_link"] == {"from": "copy_hidden", "to": "x_gamma0",
+                                             "reason": "unflagged producer(s): copy_hidden"}
+    assert cp["first_broken_early_link_in_layer"] == {"from": "fa_fused@L=1", "to": "out_proj_dummy@L=1",
+                                                      "reason": "a dummy is never an early-dispatch candidate"}
+
+
+def test_critical_path_equals_networkx_longest_path_of_the_full_graph() -> None:
+    """The windowed, extrapolated length equals a longest path computed by networkx on the fully
+    expanded graph, with task costs from the reference's block counts (3 layers)."""
+    import networkx as nx
+
+    window = plan_ok(HEAD_SPEC, layers=3)
+    full = plan_ok(HEAD_SPEC, layers=3, full=True)
+    g = full.graph
+    units = {"aic": (24, 10), "aiv": (48, 5), "mix": (24, 20)}
+    cost = {}
+    for inst in g.instances:
+        if inst.kind in ("alloc", "dummy"):
+            cost[inst.id] = 0
+            continue
+        cores, unit = units[full.program.kernels[full.program.dispatch(inst.dispatch).kernel].core]
+        cost[inst.id] = -(-inst.blocks // cores) * unit
+    dag = nx.DiGraph()
+    dag.add_weighted_edges_from((u, v, cost[v]) for u, v in g.graph.edges)
+    dag.add_weighted_edges_from(("source", v, cost[v]) for v in cost)  # a path may start anywhere
+    longest = nx.dag_longest_path_length(dag, "weight")
+    assert report_facts(window)["critical_path"]["length_us"] == longest == ENTRY_COST + 3 * 95 + EXIT_COST
 
 
 # ---- the issue's derived variants: text edits of the real spec (no copy to drift) ----------

@@ -17,6 +17,7 @@ from pgraph.frontend.parser import parse_source, parser
 from pgraph.frontend.syntax_errors import SYNTAX_EXAMPLES, example_error
 from pgraph.source import SourceFile
 from pgraph.suggest import edit_distance
+from tests.unit.test_grammar_words import grammar_words
 
 CASES = [(i, text) for i, entry in enumerate(SYNTAX_EXAMPLES) for text in entry.examples]
 
@@ -125,3 +126,57 @@ def test_example_state_matching_ignores_the_items_above() -> None:
 
 def test_name_starting_with_a_task_kind_is_not_a_task() -> None:
     pg001("entry e { attn deps(x) }")
+
+
+# ---- inputs outside the table ---------------------------------------------------------------------
+
+#: Realistic mistakes written for this test (none is an example of the table), each with the
+#: message of the entry that should explain it.
+OUTSIDE = [
+    ("const HIDDEN 5120", "a constant needs '=' between its name and value"),
+    ("const QKV_K_SLICE = HIDDEN /", "an expression is missing"),
+    ("assert DOWN_ON * DOWN_TN = HIDDEN", "to compare, write '=='; a single '=' only declares a name"),
+    ("entry decode { at q_seed { call zero_q(q_acc k_acc) } }", "items in a list are separated by ','"),
+    ("entry decode { spmd q_proj[i in 0..50 { call qkv(x) } }", "a '[' is not closed with ']'"),
+    ("kernel zero_q aiv (acc : out f32[16, 5120]", "a '(' is not closed"),
+    ("entry decode {\n  manual scope {\n    at q_seed { call zero_q(q_acc) }\n  }\n",
+     "a block is not closed with '}'"),
+    ("entry decode { for L in 0 40 { } }", "a range needs '..' between its bounds"),
+    ("entry decode { manual ring 3 { } }", "'scope' must follow 'auto' or 'manual'"),
+    ("entry decode { let nt i / 5 }", "a `let` binds its name with '='"),
+    ("kernel qkv aic (x : bf16[16, 1024])", "a kernel parameter needs a direction (in, out, inout, atomic_add) or `scalar`"),
+    ("entry decode { at a deps q_seed }", "`deps` takes a parenthesised list of task names or tile selections"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), OUTSIDE, ids=[t[:30] for t, _ in OUTSIDE])
+def test_mistakes_outside_the_table_get_their_entry_message(text: str, message: str) -> None:
+    assert text not in {t for _, t in CASES}
+    assert message in {e.message for e in SYNTAX_EXAMPLES}
+    assert pg001(text).message.startswith(message + " (")
+
+
+_KEYWORDS = grammar_words()
+
+
+def renamed(text: str) -> str:
+    """The example with its names renamed, its numbers changed and its blanks doubled."""
+    def name(m: re.Match[str]) -> str:
+        word = m.group(0)
+        if word in _KEYWORDS or any(edit_distance(word, k) <= 2 for k in _KEYWORDS if len(k) > 3):
+            return word  # keywords and misspelt keywords stay
+        return f"{word}_v2"
+    body = re.sub(r"(?<![\w\"])[A-Za-z_]\w*", name, text)
+    body = re.sub(r"(?<![\w.])[1-9]\d*(?![\w.])", lambda m: str(int(m.group(0)) + 6), body)
+    return body.replace(" ", "  ")
+
+
+@pytest.mark.parametrize(("index", "text"), CASES, ids=[f"{i}:{t[:30]}" for i, t in CASES])
+def test_renamed_examples_keep_their_entry_message(index: int, text: str) -> None:
+    """The matcher must answer for the mistake, not for the literal example text."""
+    variant = renamed(text)
+    entry = SYNTAX_EXAMPLES[index]
+    bag = DiagnosticBag()
+    if parse_source(SourceFile("<test>", variant), bag) is not None:
+        pytest.skip("renaming made it valid")  # e.g. a misspelt dtype renamed into a name
+    assert bag.items[0].message.startswith(entry.message + " ("), (variant, bag.items[0].message)

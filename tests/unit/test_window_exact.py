@@ -1,0 +1,76 @@
+"""The two-iteration window equals `--full`: every count, every capacity figure, every diagnostic.
+
+The window expands iterations lo and lo+1 of an identical loop and weights lo+1 for the rest
+(pgraph.expand.window); a report that is true under the window must be true of the real
+program, so each figure is compared with the full expansion of the same spec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pgraph.backends.report import report_facts
+from pgraph.pipeline import Options, plan_program
+from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762
+
+EXAMPLES = sorted(p for p in (ROOT / "tests" / "examples").glob("*.pgl") if "entry " in p.read_text(encoding="utf-8"))
+CAPACITY = ("summary", "per_layer", "phases", "scopes", "rings", "tensormap", "races", "redundant_edges")
+
+
+def facts(spec: Path, full: bool, **kw: object) -> tuple[dict[str, object], set[tuple[str, str, int]]]:
+    plan, bag = plan_program(spec, Options(full=full, **kw))  # type: ignore[arg-type]
+    where = {(d.code, d.span.filename if d.span else "", d.span.line if d.span else 0) for d in bag.items}
+    assert plan is not None, [d.message for d in bag.items]
+    f = report_facts(plan)
+    return {k: f[k] for k in CAPACITY}, where
+
+
+def assert_same(spec: Path, **kw: object) -> None:
+    window, wdiag = facts(spec, False, **kw)
+    full, fdiag = facts(spec, True, **kw)
+    for key in CAPACITY:
+        assert window[key] == full[key], key
+    assert wdiag == fdiag
+
+
+@pytest.mark.parametrize("layers", [3, 5])
+def test_head_window_equals_full(layers: int) -> None:
+    assert_same(HEAD_SPEC, layers=layers)
+
+
+def test_762_window_equals_full() -> None:
+    assert_same(VARIANT_762, layers=4)
+
+
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.stem)
+def test_examples_window_equal_full(spec: Path) -> None:
+    assert_same(spec)
+
+
+def test_dep_pool_of_a_producer_read_by_every_iteration(tmp_path: Path) -> None:
+    """A producer declared once in the entry, consumed by one task in each of 20 iterations: its
+    fanout holds 20 dep-pool entries. The window used to count 2 (L=0 and L=1) and miss PG111."""
+    spec = tmp_path / "fan.pgl"
+    spec.write_text("""
+target a2a3 { dep_pool = 10 }
+tensor x : f32[16, 64] external
+tensor y : f32[20, 16, 64] external
+kernel fill aiv (a : out f32[16, 64])
+kernel use aiv (a : in f32[16, 64], b : out f32[16, 64])
+entry e {
+  manual scope {
+    at p { call fill(x) }
+    for L in 0..20 {
+      at c deps(p) { call use(x, y[L, :, :]) }
+    }
+  }
+}
+""", encoding="utf-8")
+    window, wdiag = facts(spec, False)
+    full, fdiag = facts(spec, True)
+    ring2 = next(r for r in window["rings"] if r["ring"] == 2)  # type: ignore[attr-defined]
+    assert ring2["peak_dep_pool"] == 20  # p's 20 consumers, one per iteration (by hand)
+    assert window["rings"] == full["rings"]
+    assert "PG111" in {c for c, _, _ in wdiag} and wdiag == fdiag
