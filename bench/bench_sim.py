@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from pgraph.backends.sim.analysis import summarize  # noqa: E402
 from pgraph.backends.sim.config import load_config  # noqa: E402
 from pgraph.backends.sim.engine import simulate  # noqa: E402
-from pgraph.backends.sim.graph_input import load_graph  # noqa: E402
+from pgraph.commands.sim import load_graph  # noqa: E402
 from pgraph.pipeline import Options  # noqa: E402
 
 HEAD = "specs/decode_layer.pgl"

@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override a constant before folding (repeatable)")
     sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
     sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-    from pgraph.backends.sim.command import add_arguments as add_sim_arguments
+    from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
     add_sim_arguments(sim)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
@@ -224,7 +224,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_sim(args: argparse.Namespace) -> int:
     """`pgraph sim`: the scheduler model (pgraph.backends.sim)."""
     from pgraph.backends.output import write_atomic
-    from pgraph.backends.sim.command import run
+    from pgraph.commands.sim import run
 
     def write(path: Path, text: str) -> None:
         _write_or_usage_error(lambda: write_atomic(path, text), str(path))

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from pgraph.pipeline import Options, plan_program
+
+# Every pipeline run of the suite verifies the IR after lowering and after expansion
+# (pgraph.ir.verify; Options.verify reads it when an Options is made). Subprocesses inherit it.
+os.environ.setdefault("PGRAPH_VERIFY", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"

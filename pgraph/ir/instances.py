@@ -178,10 +178,14 @@ def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, 
     """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals
     (views of one buffer with other shapes are compared as the runtime's L1 test does). A box
     with an empty side (`x[2:2, :]`) touches no element and overlaps nothing."""
-    if any(lo >= hi for lo, hi in a) or any(lo >= hi for lo, hi in b):
-        return False
     if ta == tb:
-        return all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b))
+        for (alo, ahi), (blo, bhi) in zip(a, b):  # noqa: SIM110  (hot path: no generator)
+            if alo >= bhi or blo >= ahi or alo >= ahi or blo >= bhi:
+                return False
+        return True
+    for lo, hi in (*a, *b):
+        if lo >= hi:
+            return False
     fa, fb = flat(a, tensors[ta].shape), flat(b, tensors[tb].shape)
     return fa[0] < fb[1] and fb[0] < fa[1]
 

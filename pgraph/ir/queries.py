@@ -58,6 +58,7 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._compiled: dict[int, tuple[Expr, Compiled]] = {}
+        self._regions: dict[int, tuple[ir.RegionRef, list[tuple[DimKind, Compiled | None, Compiled | None]]]] = {}
 
     def compiled(self, expr: Expr) -> Compiled:
         """`expr` compiled to `env -> int` (cached by node identity)."""
@@ -89,17 +90,36 @@ class Evaluator:
                 return self(a, env), self(b, env)
         raise AssertionError(kind)  # pragma: no cover - DimKind is closed
 
+    def _dims(self, region: ir.RegionRef) -> list[tuple[DimKind, Compiled | None, Compiled | None]]:
+        hit = self._regions.get(id(region))
+        if hit is not None and hit[0] is region:
+            return hit[1]
+        dims = [(d.kind, self.compiled(d.a) if d.a is not None else None,
+                 self.compiled(d.b) if d.b is not None else None) for d in region.dims or ()]
+        self._regions[id(region)] = (region, dims)
+        return dims
+
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: Env) -> Box:
         """The box ((lo, hi) per dimension) of `region` on a tensor of `shape` at `env`.
 
         Raises RegionError for a negative extent or a box outside the tensor, EvalError for an
-        expression that cannot be evaluated (a missing name, division by zero).
+        expression that cannot be evaluated (a missing name, division by zero). The hot path of
+        expansion: each region's dimensions are compiled once.
         """
         if region.dims is None:
             return tuple((0, n) for n in shape)
         box = []
-        for dim, n in zip(region.dims, shape):
-            lo, hi = self.interval(dim.kind, dim.a, dim.b, env, n)
+        for (kind, fa, fb), n in zip(self._dims(region), shape):
+            if kind is DimKind.ALL:
+                box.append((0, n))
+                continue
+            lo = fa(env)  # type: ignore[misc]
+            if kind is DimKind.INDEX:
+                hi = lo + 1
+            elif kind is DimKind.EXTENT:
+                hi = lo + fb(env)  # type: ignore[misc]
+            else:
+                hi = fb(env)  # type: ignore[misc]
             if hi < lo:
                 raise RegionError("negative", region.tensor, lo, hi, n)
             if lo < 0 or hi > n:

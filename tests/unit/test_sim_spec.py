@@ -20,10 +20,10 @@ from pgraph.backends.sim.calibrate import durations_by_func, fit, render_calibra
 from pgraph.backends.sim.config import load_config
 from pgraph.backends.sim.cost import load_calibration
 from pgraph.backends.sim.engine import simulate
-from pgraph.backends.sim.graph_input import load_graph
 from pgraph.backends.sim.records import Shape
 from pgraph.backends.sim.trace import render_trace
 from pgraph.cli import main
+from pgraph.commands.sim import load_graph
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, ROOT, SPECS, VARIANT_762
 

@@ -2,7 +2,7 @@
 
 Every import of planner, IR or other backend internals used by `pgraph sim` is in this
 module; the scheduler model, cost model, analysis and trace writer see only
-`pgraph.backends.sim.records`. The Plan comes from `pgraph.pipeline.plan_program` with
+`pgraph.backends.sim.records`. The Plan (planned by `pgraph.commands.sim` with
 `full=True` (every layer expanded: the simulator runs each task once).
 
 What each record field is taken from:
@@ -35,15 +35,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from pathlib import Path
 
 from pgraph.backends.a2a3.kernel_config import FuncIds
-from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
 from pgraph.ir.instances import Instance
 from pgraph.ir.limits import DEFAULT_COSTS, heap_bytes
 from pgraph.kinds import WAIT, Core, Direction, TaskKind
-from pgraph.pipeline import Options, plan_program
 from pgraph.plan.base import Plan
 from pgraph.plan.early_dispatch import EarlyState, classify, flagged
 from pgraph.plan.races import false_serializations
@@ -51,14 +48,6 @@ from pgraph.plan.races import false_serializations
 from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
 
 SHAPE_OF_CORE = {"aic": Shape.AIC, "aiv": Shape.AIV, "mix": Shape.MIX}
-
-
-def load_graph(path: str | Path, opts: Options) -> tuple[SimGraph | None, DiagnosticBag]:
-    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors."""
-    plan, bag = plan_program(path, Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True))
-    if plan is None or bag.has_errors:
-        return None, bag
-    return graph_from_plan(plan, str(path)), bag
 
 
 def _matmul(kernel: ir.Kernel) -> tuple[float, float] | None:

@@ -13,39 +13,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pgraph.backends.sim.analysis import summarize
+from pgraph.backends.sim.config import ConfigError, SimConfig, load_config
+from pgraph.backends.sim.cost import load_calibration
+from pgraph.backends.sim.engine import Result, simulate
+from pgraph.backends.sim.graph_input import graph_from_plan
+from pgraph.backends.sim.records import SimGraph
+from pgraph.backends.sim.report import compare, render_compare, render_json, render_text
 from pgraph.diagnostics import DiagnosticBag
-from pgraph.pipeline import Options, UsageError, parse_define
-
-from .analysis import summarize
-from .config import ConfigError, SimConfig, load_config
-from .cost import load_calibration
-from .engine import Result, simulate
-from .graph_input import load_graph
-from .report import compare, render_compare, render_json, render_text
+from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of `pgraph sim` (the spec and the common -D/--config/--layers come from the CLI)."""
-    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-    p.add_argument("--trace", metavar="OUT.json",
-                   help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
-    p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
-    p.add_argument("--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
-                   help="compare with the same spec under these extra -D overrides (repeatable)")
-    p.add_argument("--vs-set", dest="vs_sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="compare with the same spec under these extra --set figures (repeatable), e.g. "
-                        "--vs-set early_dispatch.enabled=false")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one figure of the a2a3 timing table (repeatable), e.g. --set core.switch_us=0")
-    p.add_argument("--timing", action="append", default=[], metavar="FILE.toml",
-                   help="override figures from a TOML file laid out like pgraph/backends/sim/a2a3.toml")
-    p.add_argument("--calibration", metavar="FILE.toml",
-                   help="per-kernel µs per block (written by --calibrate); overrides the roofline and `cost` lines")
-    p.add_argument("--calibrate", nargs=2, metavar=("RECORDS", "DEPS"),
-                   help="fit per-kernel costs from a captured chip_swimlane_records.json and deps.json "
-                        "(kernel names from the spec's func ids) and print or write (-o) a calibration TOML")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report (or the calibration) to FILE")
-    p.add_argument("--path-steps", type=int, default=12, metavar="N", help="critical-path steps to print (default 12)")
+def load_graph(path: str | Path, opts: Options) -> tuple[SimGraph | None, DiagnosticBag]:
+    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors."""
+    plan, bag = plan_program(path, Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True))
+    if plan is None or bag.has_errors:
+        return None, bag
+    return graph_from_plan(plan, str(path)), bag
 
 
 def _config(args: argparse.Namespace) -> SimConfig:

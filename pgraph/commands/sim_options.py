@@ -1,0 +1,29 @@
+"""The options of `pgraph sim`, apart from the simulator so that building the CLI imports no backend."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `pgraph sim` (the spec and the common -D/--config/--layers come from the CLI)."""
+    p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    p.add_argument("--trace", metavar="OUT.json",
+                   help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
+    p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
+    p.add_argument("--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="compare with the same spec under these extra -D overrides (repeatable)")
+    p.add_argument("--vs-set", dest="vs_sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="compare with the same spec under these extra --set figures (repeatable), e.g. "
+                        "--vs-set early_dispatch.enabled=false")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one figure of the a2a3 timing table (repeatable), e.g. --set core.switch_us=0")
+    p.add_argument("--timing", action="append", default=[], metavar="FILE.toml",
+                   help="override figures from a TOML file laid out like pgraph/backends/sim/a2a3.toml")
+    p.add_argument("--calibration", metavar="FILE.toml",
+                   help="per-kernel µs per block (written by --calibrate); overrides the roofline and `cost` lines")
+    p.add_argument("--calibrate", nargs=2, metavar=("RECORDS", "DEPS"),
+                   help="fit per-kernel costs from a captured chip_swimlane_records.json and deps.json "
+                        "(kernel names from the spec's func ids) and print or write (-o) a calibration TOML")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report (or the calibration) to FILE")
+    p.add_argument("--path-steps", type=int, default=12, metavar="N", help="critical-path steps to print (default 12)")
