@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         raise UsageError("--path-steps must not be negative")
     cfg = _config(args)
     if args.calibrate:
-        from .calibrate import calibrate_files, render_calibration
+        from pgraph.backends.sim.calibrate import calibrate_files, render_calibration
 
         graph, bag = load_graph(args.spec, opts)
         if graph is None:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         return 1
     summary = summarize(res)
     if args.trace:
-        from .trace import render_trace
+        from pgraph.backends.sim.trace import render_trace
 
         write(Path(args.trace), render_trace(res))
     other_name = None
