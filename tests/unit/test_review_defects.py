@@ -139,3 +139,35 @@ def test_missing_final_brace_names_the_open_block(tmp_path: Path) -> None:
     d = only(run(tmp_path, text), "PG001")
     assert [(n.span.line, n.span.col) for n in d.notes if n.span] == [(5, 9)]   # `entry e {`
     assert "`entry e ...`" in d.notes[0].message
+
+
+def test_funnel_never_hints_a_dep_of_a_declaration_on_itself(tmp_path: Path) -> None:
+    """p[0]'s 8 consumers all wait on p[1] too: routing p into p is no fix (PG116 said
+    "make 'p' depend on 'p'")."""
+    text = HDR + """kernel one aiv (a : out f32[1, 64])
+kernel rd aiv (a : in f32[16, 64])
+entry e {
+  manual scope {
+    parallel p[i in 0..2] { call one(x[i +: 1, :]) }
+    parallel c[j in 0..8] deps(p) { call rd(x) }
+  }
+}
+"""
+    bag = run(tmp_path, text)
+    assert not bag.has_errors, [d.message for d in bag.items]
+    assert not [d for d in bag.items if d.code == "PG116" and "depend on 'p'" in (d.hint or "")]
+
+
+def test_plan_json_is_identical_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import HEAD_SPEC, ROOT
+
+    outs = set()
+    for seed in ("0", "7", "99"):
+        run = subprocess.run([sys.executable, "-m", "pgraph", "plan", str(HEAD_SPEC.relative_to(ROOT)), "--format",
+                              "json"], capture_output=True, text=True, cwd=ROOT, check=True,
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
+        outs.add(run.stdout)
+    assert len(outs) == 1
