@@ -64,7 +64,8 @@ RULES: dict[str, Rule] = _rules(
     ("PG024", "view-size-mismatch", E, "a view's shape holds a different element count than its base"),
     ("PG025", "kernel-param-order", E, "a kernel declares a scalar before a tensor parameter"),
     ("PG026", "dep-out-of-range", E, "a dep selects a tile index outside the tile space"),
-    ("PG027", "wave-block-dep", E, "an SPMD wave's deps use an index that varies across its blocks"),
+    ("PG027", "wave-block-dep", E, "an SPMD task's deps or scalar arguments use an index that varies across its "
+                                   "blocks"),
     ("PG028", "missing-kernel-call", E, "a compute task has no `call`"),
     ("PG029", "carry-mismatch", E, "a loop carry mixes a task and a tensor, or tensors of different types"),
     ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),

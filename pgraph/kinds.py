@@ -83,6 +83,15 @@ class ScopeKind(enum.StrEnum):
     LOOP = "loop"
 
 
+class NodeKind(enum.StrEnum):
+    """A node of the entry's program-order tree (`ir.Node`)."""
+
+    SCOPE = "scope"        # a runtime scope: the entry, a scope block, one loop body per iteration
+    LOOP = "loop"          # a scope-level `for` loop
+    DISPATCH = "dispatch"  # a task declaration or a wave
+    ALLOC = "alloc"        # an allocation site: one `alloc_tensors` batch of a group
+
+
 class Storage(enum.StrEnum):
     """Where a tensor's memory comes from: an orchestration argument, a scope's heap, another tensor."""
 

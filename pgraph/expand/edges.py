@@ -68,19 +68,29 @@ def producer_iters(ex: Expander, producer: ir.Dispatch, consumer_iters: dict[int
 
 def resolve_deps(ex: Expander) -> None:
     """Add the EXPLICIT and CARRIED edges of every instance's deps."""
-    cache: dict[str, TileMap] = {}
     for inst in list(ex.g.instances):
         if inst.kind is TaskKind.ALLOC:
             continue
-        d = ex.p.dispatch(inst.dispatch)
-        iters_by_loop = dict(zip(d.loops, inst.iters))
-        env = ex.env_for(d, inst.iters)
-        env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
-        for dep in d.deps:
-            try:
-                resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache)
-            except EvalError as e:
-                ex.eval_issue(inst.label, e)
+        resolve_instance(ex, inst)
+
+
+def resolve_instance(ex: Expander, inst: Instance) -> None:
+    """The EXPLICIT and CARRIED edges of one instance (every producer is an earlier instance: PG032)."""
+    d = ex.p.dispatch(inst.dispatch)
+    iters_by_loop = dict(zip(d.loops, inst.iters))
+    env = ex.env_for(d, inst.iters)
+    env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
+    merged: set[tuple[str, str]] = set()
+    for dep in d.deps:
+        key = ir.dep_dedup_key(ex.p, dep)  # a TaskId named twice in one list is one entry
+        if key is not None:
+            if key in merged:
+                continue
+            merged.add(key)
+        try:
+            resolve_dep(ex, inst, d, dep, iters_by_loop, env, ex.tile_maps)
+        except EvalError as e:
+            ex.eval_issue(inst.label, e)
 
 
 def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
@@ -164,4 +174,4 @@ def alloc_node(ex: Expander, buffer: BufferKey) -> int | None:
     t = ex.p.tensors[buffer[0]]
     if t.storage is not Storage.ALLOC or t.scope is None:
         return None
-    return ex.alloc_of.get((t.scope, t.loops, buffer[1]))
+    return ex.alloc_of.get((t.scope, ir.alloc_group(ex.p, t), t.loops, buffer[1]))

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import itertools
 
+import attrs
+import networkx as nx
+
 from pgraph.expand import edges
 from pgraph.expand.window import make_window
 from pgraph.expr import EvalError
@@ -35,7 +38,7 @@ from pgraph.ir.instances import (
     empty_accesses,
 )
 from pgraph.ir.queries import Box, BufferKey, Evaluator, RegionError, Window, axis_values, resolve_buffer
-from pgraph.kinds import Storage, TaskKind
+from pgraph.kinds import NodeKind, Storage, TaskKind, unhandled
 from pgraph.source import Span
 
 
@@ -51,13 +54,48 @@ class Expander:
         self.loops = {lp.id: lp for lp in program.loops}
         self.scope_loops = scope_loops(program)
         self.g.scope_loops = self.scope_loops
-        self.alloc_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
-        self.alloc_groups: dict[tuple[int, tuple[int, ...]], list[ir.Tensor]] = {}
+        self.alloc_of: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], int] = {}
+        self.alloc_groups: dict[ir.AllocKey, list[ir.Tensor]] = {}
         for t in program.tensors.values():
             if t.storage is Storage.ALLOC and t.scope is not None:
-                self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
+                self.alloc_groups.setdefault(ir.alloc_key(program, t), []).append(t)
+        self._site_loops: dict[ir.AllocKey, tuple[int, ...]] = {}
+        self.tile_maps: dict[str, edges.TileMap] = {}
+        self._find_sites(program.tree, ())
         self.reported: set[tuple[str, str, int, int]] = set()
-        self.scope_chains: dict[int, set[int]] = {}
+
+    def drop_unsubmitted_dummies(self) -> None:
+        """Remove every dep-carrying dummy none of whose deps reached a task: the generated code
+        submits it only when some dep id is valid (pypto EmitDummyTask: `if (deps_count > 0)`), so
+        it is never submitted and its id stays invalid, which its consumers skip. In submission
+        order, so a dummy fed only by dropped dummies goes too. Instances are renumbered."""
+        g = self.g
+        gone: set[int] = set()
+        for inst in g.instances:
+            if inst.kind is not TaskKind.DUMMY or not self.p.dispatch(inst.dispatch).deps:
+                continue
+            if not any(u not in gone for u in g.graph.predecessors(inst.id)):
+                gone.add(inst.id)
+        if not gone:
+            return
+        g.dropped = [(g.instances[i].dispatch, g.instances[i].label) for i in sorted(gone)]
+        g.graph.remove_nodes_from(gone)
+        keep = [inst for inst in g.instances if inst.id not in gone]
+        new_id = {inst.id: i for i, inst in enumerate(keep)}
+        g.instances = [attrs.evolve(inst, id=new_id[inst.id]) for inst in keep]
+        g.graph = nx.relabel_nodes(g.graph, new_id)
+        g.by_key = {k: new_id[v] for k, v in g.by_key.items() if v in new_id}
+        g.args = {new_id[k]: v for k, v in g.args.items() if k in new_id}
+        g.blocks = {new_id[k]: v for k, v in g.blocks.items() if k in new_id}
+        g.alloc_info = {new_id[k]: v for k, v in g.alloc_info.items()}
+        self.alloc_of = {k: new_id[v] for k, v in self.alloc_of.items()}
+
+    def _find_sites(self, node: ir.Node, loops: tuple[int, ...]) -> None:
+        if node.kind is NodeKind.ALLOC:
+            self._site_loops[node.ident] = loops  # type: ignore[index]
+        inner = (*loops, node.ident) if node.kind is NodeKind.LOOP else loops
+        for c in node.children:
+            self._find_sites(c, inner)  # type: ignore[arg-type]
 
     def iterations(self, lid: int) -> list[tuple[int, int]]:
         """(iteration value, weight) pairs expanded for loop `lid`."""
@@ -72,77 +110,92 @@ class Expander:
         """Expand every dispatch, resolve deps, infer TensorMap edges; returns the graph."""
         self.g.loop_weights = {lid: dict(its) for lid, its in self.window.iterations.items()}
         self.g.windowed = frozenset(lid for lid, its in self.window.iterations.items() if any(w > 1 for _, w in its))
-        self.expand_seq(list(self.p.dispatches), 0, (), 1)
+        self.expand_tree(self.p.tree, (), 1)
         edges.resolve_deps(self)
+        self.drop_unsubmitted_dummies()
         edges.infer_edges(self)
         self.check_last_iterations()
         return self.g
 
-    def expand_seq(self, dispatches: list[ir.Dispatch], depth: int, iters: tuple[int, ...], weight: int) -> None:
-        """Emit `dispatches` (sharing the loops above `depth`) in submission order."""
+    def expand_tree(self, node: ir.Node, iters: tuple[int, ...], weight: int) -> None:
+        """Emit the tasks and allocations under `node` in submission order; `iters` are the
+        values of the enclosing loops (outermost first), `weight` the real copies they stand for."""
+        match node.kind:
+            case NodeKind.SCOPE:
+                self.expand_children(node.children, iters, weight)
+            case NodeKind.LOOP:
+                assert isinstance(node.ident, int)
+                for value, w in self.iterations(node.ident):
+                    self.expand_children(node.children, (*iters, value), weight * w)
+            case NodeKind.DISPATCH:
+                assert isinstance(node.ident, str)
+                self.emit(self.p.dispatch(node.ident), iters, weight)
+            case NodeKind.ALLOC:
+                self.emit_alloc(node.ident, iters)  # type: ignore[arg-type]
+            case _:
+                unhandled(node.kind)
+
+    def expand_children(self, children: tuple[ir.Node, ...], iters: tuple[int, ...], weight: int) -> None:
+        """Children in order; an `interleave` block's dispatches (consecutive) round-robin."""
         i = 0
-        while i < len(dispatches):
-            d = dispatches[i]
-            if len(d.loops) > depth:
-                lid = d.loops[depth]
-                j = i
-                while j < len(dispatches) and len(dispatches[j].loops) > depth and dispatches[j].loops[depth] == lid:
-                    j += 1
-                for value, w in self.iterations(lid):
-                    self.expand_seq(dispatches[i:j], depth + 1, (*iters, value), weight * w)
-                i = j
-            elif d.interleave is not None:
-                j = i
-                while j < len(dispatches) and dispatches[j].interleave == d.interleave:
-                    j += 1
-                for group in ir.interleave_groups(dispatches[i:j]):
-                    for index in axis_values(group[0].task_axes):
-                        for member in group:
-                            self.emit(member, iters, weight, index)
-                i = j
-            else:
-                self.emit(d, iters, weight)
+        while i < len(children):
+            c = children[i]
+            d = self.p.dispatch(c.ident) if c.kind is NodeKind.DISPATCH else None  # type: ignore[arg-type]
+            if d is None or d.interleave is None:
+                self.expand_tree(c, iters, weight)
                 i += 1
+                continue
+            j = i
+            members = []
+            while j < len(children) and children[j].kind is NodeKind.DISPATCH:
+                dj = self.p.dispatch(children[j].ident)  # type: ignore[arg-type]
+                if dj.interleave != d.interleave:
+                    break
+                members.append(dj)
+                j += 1
+            for group in ir.interleave_groups(members):
+                for index in axis_values(group[0].task_axes):
+                    for member in group:
+                        self.emit(member, iters, weight, index)
+            i = j
 
     def env_for(self, d: ir.Dispatch, iters: tuple[int, ...]) -> dict[str, int]:
         """The loop variables of `d` at loop iterations `iters`."""
         return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
 
-    def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> None:
-        """Emit the alloc tasks a task needs first: one per (heap scope, loop iteration) group.
+    def emit_alloc(self, key: ir.AllocKey, iters: tuple[int, ...]) -> None:
+        """One alloc instance for allocation group `key` at its site: the group's n tensors are
+        ceil(n / alloc_batch) `alloc_tensors` calls, counted as one instance with `blocks` = that
+        call count (pypto EmitBatchedAllocTensors: runtime_and_orchestration.md §2.2). Sites are
+        where the C++ allocates: the top of the heap scope (per iteration of a loop body), the
+        top of an `unscoped` loop body per iteration, just before a manual scope for its buffers."""
+        sid, group, loops = key
+        tensors = self.alloc_groups.get(key)
+        if not tensors:
+            return
+        by_loop = dict(zip(self.site_loops(key), iters))
+        values = tuple(by_loop[lid] for lid in loops)
+        node = len(self.g.instances)
+        label = f"alloc@scope{group}" + iters_label(self.p, loops, values)
+        tasks = -(-len(tensors) // self.p.target["alloc_batch"])
+        w = 1
+        for lid in loops:
+            w *= self.g.loop_weight(lid, by_loop[lid])
+        self.g.instances.append(Instance(node, f"alloc@scope{group}", TaskKind.ALLOC, values, (), w, sid, tasks,
+                                         label, loops))
+        self.g.alloc_info[node] = (sid, loops, tuple(tensors))
+        self.g.graph.add_node(node)
+        self.alloc_of[(sid, group, loops, values)] = node
 
-        Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); a
-        tensor declared in an `unscoped` or manual-scope loop is allocated once per iteration
-        in the enclosing scope. A group of n tensors is ceil(n / alloc_batch) alloc tasks,
-        counted here as one instance with `blocks` = that task count.
-        """
-        chain = self.scope_chains.get(d.scope)
-        if chain is None:
-            chain = self.scope_chains[d.scope] = set(self.p.ancestors(d.scope))
-        for (sid, loops), tensors in self.alloc_groups.items():
-            if sid not in chain or any(lid not in iters_by_loop for lid in loops):
-                continue
-            key = (sid, loops, tuple(iters_by_loop[lid] for lid in loops))
-            if key in self.alloc_of:
-                continue
-            node = len(self.g.instances)
-            label = f"alloc@scope{sid}" + iters_label(self.p, loops, key[2])
-            tasks = -(-len(tensors) // self.p.target["alloc_batch"])
-            w = 1
-            for lid in loops:
-                w *= self.g.loop_weight(lid, iters_by_loop[lid])
-            self.g.instances.append(Instance(node, f"alloc@scope{sid}", TaskKind.ALLOC, key[2], (), w, sid, tasks,
-                                             label, loops))
-            self.g.alloc_info[node] = (sid, loops, tuple(tensors))
-            self.g.graph.add_node(node)
-            self.alloc_of[key] = node
+    def site_loops(self, key: ir.AllocKey) -> tuple[int, ...]:
+        """The loops enclosing an allocation site, outermost first (the tree walk's `iters`)."""
+        return self._site_loops[key]
 
     def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int, only: tuple[int, ...] | None = None) -> None:
         """Emit the tasks of `d` in iteration `iters` (all its task indices, or just `only`)."""
         if d.kind is TaskKind.SPMD and d.block_count == 0:
             return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
-        self.open_allocs(d, iters_by_loop)
         env0 = self.env_for(d, iters)
         for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
@@ -153,6 +206,7 @@ class Expander:
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node
             self.g.graph.add_node(node)
+
             if d.kind is not TaskKind.DUMMY:
                 self.g.args[node] = self.task_args(d, env, iters_by_loop, label)
 

@@ -16,7 +16,7 @@ from pgraph.expr import free_vars
 from pgraph.ir import program as ir
 from pgraph.ir.instances import boxes_overlap
 from pgraph.ir.queries import Evaluator, Window, outlives_iteration, roots
-from pgraph.kinds import AccessKind, Direction, ScopeMode
+from pgraph.kinds import AccessKind, CarryKind, Direction, ScopeMode
 
 #: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
 SLAB_CHECK_BUDGET = 200_000
@@ -38,9 +38,58 @@ def identical_loops(p: ir.Program) -> set[int]:
                    for r in roots(p, a.region.tensor)}
     out = set()
     for loop in p.loops:
-        if _identical(p, loop, written) and slabs_disjoint(p, loop, written_any):
+        if (_identical(p, loop, written) and slabs_disjoint(p, loop, written_any)
+                and not _seen_from_outside(p, loop, written_any) and not _carry_aliases(p, loop)):
             out.add(loop.id)
     return out
+
+
+def _touches(d: ir.Dispatch) -> list[tuple[bool, ir.RegionRef]]:
+    """(writes, region) of every access and tensor argument of a dispatch."""
+    out = [(a.kind is not AccessKind.READ, a.region) for a in d.accesses]
+    out += [(a.param.direction is not Direction.IN, a.region) for a in d.args if a.region is not None]
+    return out
+
+
+def _seen_from_outside(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
+    """A region that uses the loop variable, on a written buffer some task outside the loop also
+    touches: that task meets a different slab in every iteration (`g[:, ((L + 2) % 4) * 4 +: 4]`
+    against a writer of `g` after the loop), which two expanded iterations do not show."""
+    var = loop.axis.var
+    varying: set[str] = set()
+    for d in p.dispatches:
+        if loop.id in d.loops:
+            for _, r in _touches(d):
+                if any(e is not None and var in free_vars(e) for dim in r.dims or () for e in (dim.a, dim.b)):
+                    varying |= roots(p, r.tensor) & written
+    if not varying:
+        return False
+    return any(roots(p, r.tensor) & varying for d in p.dispatches if loop.id not in d.loops for _, r in _touches(d))
+
+
+def _carry_aliases(p: ir.Program, loop: ir.Loop) -> bool:
+    """A tensor carry of the loop whose INIT buffer the loop also touches under another name, one
+    side writing: iteration lo reaches INIT through the carry, later iterations do not, so the
+    first iteration's accesses meet every later one (a TensorMap entry of iteration lo read by
+    all of them), not only its neighbour's."""
+    inside = [d for d in p.dispatches if loop.id in d.loops]
+    for c in loop.carries:
+        if c.name not in p.carries or p.carries[c.name].kind is not CarryKind.TENSOR:
+            continue
+        init_roots = roots(p, c.init)
+        via, direct = False, False  # (some write through the carry, some write by name)
+        through, by_name = False, False
+        for d in inside:
+            for w, r in _touches(d):
+                if r.tensor == c.name or p.tensors.get(r.tensor) is not None and p.tensors[r.tensor].base == c.name:
+                    through = True
+                    via = via or w
+                elif roots(p, r.tensor) & init_roots:
+                    by_name = True
+                    direct = direct or w
+        if through and by_name and (via or direct):
+            return True
+    return False
 
 
 def _identical(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:

@@ -143,6 +143,9 @@ class InstanceGraph:
         self.windowed: frozenset[int] = frozenset()
         #: what the expansion met, in the order it met it (one per source position and kind)
         self.issues: list[Issue] = []
+        #: (dispatch, label) of the dep-carrying dummies left out because no dep reached a task
+        #: (the generated code does not submit them: `if (deps_count > 0)`)
+        self.dropped: list[tuple[str, str]] = []
 
     def add_edge(self, src: int, dst: int, prov: Provenance, span: Span | None = None) -> None:
         """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from pgraph.expr import Expr
+from pgraph.expr import Expr, free_vars
 from pgraph.kinds import (
     AccessKind,
     CarryKind,
@@ -25,6 +25,7 @@ from pgraph.kinds import (
     DimKind,
     Direction,
     Flag,
+    NodeKind,
     ScopeKind,
     ScopeMode,
     Storage,
@@ -376,6 +377,27 @@ class InterleaveBlock:
     parent: int | None
 
 
+#: An allocation group: (heap scope, batch id, allocating loops). The batch id is the heap scope,
+#: or the manual scope whose buffers are their own batch (`alloc_group`).
+AllocKey = tuple[int, int, tuple[int, ...]]
+
+
+@attrs.frozen
+class Node:
+    """One node of the entry's program-order tree, which both the expander and the backends walk.
+
+    SCOPE (ident: scope id; a scoped loop's LOOP node holds one SCOPE child, its body), LOOP
+    (loop id), DISPATCH (dispatch name), ALLOC (an `AllocKey`: where that group's buffers are
+    allocated, once per iteration of its loops: the top of its heap scope, the top of an
+    `unscoped` loop body, or just before the manual scope whose buffers it holds). Children are
+    in program order, so scopes and loops without tasks are kept.
+    """
+
+    kind: NodeKind
+    ident: int | str | AllocKey
+    children: tuple[Node, ...] = ()
+
+
 @attrs.frozen(slots=False)
 class Program:
     """A lowered, name-resolved, constant-folded program (one entry)."""
@@ -398,6 +420,8 @@ class Program:
     target_items: tuple[Setting, ...] = ()
     cost_items: tuple[Setting, ...] = ()
     interleaves: tuple[InterleaveBlock, ...] = ()
+    #: the entry's program-order tree (scopes, loops, dispatches, allocation sites)
+    tree: Node = Node(NodeKind.SCOPE, 0)
 
     def dispatch(self, name: str) -> Dispatch:
         """The dispatch called `name` (KeyError if none)."""
@@ -450,3 +474,57 @@ def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:
 def interleave_key(d: Dispatch) -> object:
     """The round-robin group key of `d` in an `interleave` block: its task ranges, or its own name."""
     return tuple((a.lo, a.hi) for a in d.task_axes) if d.task_axes else ("single", d.name)
+
+
+def alloc_group(p: Program, t: Tensor) -> int:
+    """The batch an allocated tensor belongs to, named by a scope id: the manual scope it is
+    declared in (pypto emits a manual scope's creates as their own `alloc_tensors` batch in the
+    enclosing scope, just before the MANUAL header: runtime_and_orchestration.md §2.2, and the
+    decode's per-layer alloc_1 / alloc_2, ABI reference §2.2), else its heap scope."""
+    d = t.declared_scope
+    if d is not None and t.scope is not None and d != t.scope and p.scopes[d].mode is ScopeMode.MANUAL:
+        return d
+    return t.scope if t.scope is not None else 0
+
+
+def alloc_key(p: Program, t: Tensor) -> AllocKey:
+    """The allocation group of an allocated tensor: (heap scope, batch, allocating loops)."""
+    assert t.scope is not None
+    return (t.scope, alloc_group(p, t), t.loops)
+
+
+def single_task(ts: TileSet) -> bool:
+    """One TaskId for the whole tile set: `at`, `spmd`, or a dummy without an index."""
+    return ts.kind in (TaskKind.AT, TaskKind.SPMD) or not ts.axes
+
+
+def task_slots(p: Program, ts: TileSet) -> int:
+    """Distinct tasks of a tile set: the slots of a TaskId carry (one entry per task)."""
+    if single_task(ts):
+        return 1
+    return sum(d.task_count for d in map(p.dispatch, ts.dispatches)
+               if not (d.kind is TaskKind.SPMD and d.block_count == 0))  # an empty wave submits nothing
+
+
+def dep_dedup_key(p: Program, dep: DepRef) -> tuple[str, str] | None:
+    """The single TaskId a dep entry names when a second identical entry in one deps list is
+    merged into the first (pypto appends each deduplicated edge once: runtime_and_orchestration.md
+    §2.2, "K = exact deduplicated edge count"); None when entries are not merged.
+
+    Merged: a TaskId carry holding one task, and a single-task tile set (`at`, `spmd`, dummy
+    without index) under a selection whose size uses no variable (the append is unconditional).
+    A selection of variable size is appended under its condition, and stays as written.
+    """
+    if dep.kind is DepKind.CARRY:
+        carry = p.carries[dep.target]
+        one = max(task_slots(p, p.tilesets[carry.init]), task_slots(p, p.tilesets[carry.next])) <= 1
+        return ("carry", dep.target) if one else None
+    ts = p.tilesets[dep.target]
+    if not single_task(ts):
+        return None
+    for sel in dep.sels or ():
+        if sel.kind is DimKind.EXTENT and sel.b is not None and free_vars(sel.b):
+            return None
+        if sel.kind is DimKind.RANGE and any(e is not None and free_vars(e) for e in (sel.a, sel.b)):
+            return None
+    return ("tiles", dep.target)

@@ -20,7 +20,7 @@ from pgraph.frontend.loader import Loaded
 from pgraph.frontend.overrides import Override
 from pgraph.ir import program as ir
 from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
-from pgraph.kinds import CarryKind, ScopeKind, ScopeMode
+from pgraph.kinds import CarryKind, NodeKind, ScopeKind, ScopeMode
 from pgraph.lower.fragments import FragmentTable
 from pgraph.source import Span
 from pgraph.suggest import closest
@@ -57,6 +57,30 @@ class Where:
         return attrs.evolve(self, **changes)  # type: ignore[arg-type]
 
 
+@attrs.define(eq=False)
+class TreeNode:
+    """A node of the program-order tree while lowering builds it (frozen into `ir.Node`)."""
+
+    kind: NodeKind
+    ident: int | str | ir.AllocKey
+    children: list[TreeNode] = attrs.Factory(list)
+
+    def freeze(self) -> ir.Node:
+        """The immutable `ir.Node` of this subtree."""
+        return ir.Node(self.kind, self.ident, tuple(c.freeze() for c in self.children))
+
+
+@attrs.define(eq=False)
+class AllocHolder:
+    """Where the allocation sites of the tensors declared here go: the front of `node`'s
+    children (a scope, an `unscoped` loop body), or just before `before` in `node`'s children
+    (a manual scope: its batch stands in the enclosing scope, pypto EmitBatchedAllocTensors)."""
+
+    node: TreeNode
+    before: TreeNode | None = None
+    sites: list[TreeNode] = attrs.Factory(list)
+
+
 class LowerContext:
     """The tables one lowering run fills, and the folding and lookup every lowering function uses."""
 
@@ -89,6 +113,60 @@ class LowerContext:
         self.fragments = FragmentTable()
         #: Names whose declaration already failed with an error: later uses stay silent.
         self.failed: set[str] = set()
+        #: the program-order tree: the open nodes (entry first) and the allocation holders
+        self.tree: list[TreeNode] = []
+        self.holders: list[AllocHolder | None] = []
+        self._all_holders: list[AllocHolder] = []
+        self._site_of: dict[ir.AllocKey, TreeNode] = {}
+
+    # ---- the program-order tree ----
+    def open_node(self, kind: NodeKind, ident: int | str, holder: str | None) -> TreeNode:
+        """Append a node to the innermost open one and open it. `holder` says where the
+        allocations of tensors declared inside go: 'front' (this node's top), 'before' (just
+        before this node: a manual scope), None (they keep the enclosing holder: a loop in a
+        manual scope, a scoped loop whose body scope holds them)."""
+        node = TreeNode(kind, ident)
+        parent = self.tree[-1] if self.tree else None
+        if parent is not None:
+            parent.children.append(node)
+        self.tree.append(node)
+        if holder == "front":
+            h: AllocHolder | None = AllocHolder(node)
+        elif holder == "before":
+            assert parent is not None
+            h = AllocHolder(parent, node)
+        else:
+            h = self.holders[-1] if self.holders else None
+        if h is not None and all(h is not x for x in self._all_holders):
+            self._all_holders.append(h)
+        self.holders.append(h)
+        return node
+
+    def close_node(self) -> None:
+        """Close the innermost open node."""
+        self.tree.pop()
+        self.holders.pop()
+
+    def add_leaf(self, kind: NodeKind, ident: int | str) -> None:
+        """A dispatch node in the innermost open node."""
+        self.tree[-1].children.append(TreeNode(kind, ident))
+
+    def alloc_site(self, key: ir.AllocKey) -> None:
+        """Record the allocation site of group `key` at the innermost holder (once per group)."""
+        if key in self._site_of or not self.holders or self.holders[-1] is None:
+            return
+        site = TreeNode(NodeKind.ALLOC, key)
+        self._site_of[key] = site
+        self.holders[-1].sites.append(site)
+
+    def finish_tree(self, root: TreeNode) -> ir.Node:
+        """Insert the allocation sites and freeze the tree."""
+        for h in self._all_holders:
+            if not h.sites:
+                continue
+            at = 0 if h.before is None else next(i for i, c in enumerate(h.node.children) if c is h.before)
+            h.node.children[at:at] = h.sites
+        return root.freeze()
 
     # ---- diagnostics ----
     def err(self, code: str, message: str, span: Span | None, notes: Iterable[Note] = (),

@@ -56,8 +56,15 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
         ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.EXTERNAL, item.span,
                                            None, scope, None, index, (), spans(item.shape))
         return
+    # a loop inside a manual scope allocates nothing: its tensors are hoisted, with the manual
+    # scope's, before that scope (pypto EmitBatchedAllocTensors), so one buffer serves every iteration
+    loops = tuple(lid for lid in loops if not ctx.in_manual(ctx.loops[lid].parent_scope))
+    heap = ctx.alloc_scope(scope)
     ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.ALLOC, item.span,
-                                       ctx.alloc_scope(scope), scope, None, None, loops, spans(item.shape))
+                                       heap, scope, None, None, loops, spans(item.shape))
+    assert heap is not None and scope is not None
+    group = scope if scope != heap and ctx.in_manual(scope) else heap
+    ctx.alloc_site((heap, group, loops))
 
 
 def declare_scalar(ctx: LowerContext, item: ast.ScalarDecl) -> None:

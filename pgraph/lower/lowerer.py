@@ -17,7 +17,7 @@ from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
 from pgraph.frontend.overrides import Override
 from pgraph.ir import program as ir
-from pgraph.kinds import DepKind, ScopeKind, ScopeMode, unhandled
+from pgraph.kinds import DepKind, NodeKind, ScopeKind, ScopeMode, unhandled
 from pgraph.lower import decls
 from pgraph.lower.context import Env, LowerContext, Where
 from pgraph.lower.fragments import choose_entry
@@ -41,7 +41,9 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
                     hint="add `entry NAME { ... }` holding the orchestration body")
         return None
     root = ctx.new_scope(ScopeMode.AUTO, None, ScopeKind.ENTRY, entry.span, block_span=entry.block.span)
+    tree = ctx.open_node(NodeKind.SCOPE, root, "front")
     walk(ctx, entry.block, Where(root, Env({}), None, ()))
+    ctx.close_node()
     decls.finish_carries(ctx)
     decls.finish_costs(ctx)
     decls.check_taskids_names(ctx)
@@ -55,7 +57,7 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
         kernels=ctx.kernels, scopes=tuple(ctx.scopes), loops=tuple(ctx.loops), tilesets=ctx.tilesets,
         dispatches=tuple(ctx.dispatches), phases=tuple(ctx.phases), carries=ctx.carries, target=ctx.target,
         costs=ctx.costs, asserts=tuple(ctx.asserts), target_items=tuple(ctx.target_items),
-        cost_items=tuple(ctx.cost_items), interleaves=tuple(ctx.interleaves),
+        cost_items=tuple(ctx.cost_items), interleaves=tuple(ctx.interleaves), tree=ctx.finish_tree(tree),
     )
 
 

@@ -7,7 +7,7 @@ import attrs
 from pgraph.diagnostics import Note
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
-from pgraph.kinds import ScopeKind, ScopeMode, unhandled
+from pgraph.kinds import NodeKind, ScopeKind, ScopeMode, unhandled
 from pgraph.lower import decls
 from pgraph.lower.context import MAX_CHAIN, LowerContext, Where, respell
 from pgraph.lower.tasks import lower_task
@@ -59,7 +59,9 @@ def walk_scope(ctx: LowerContext, stmt: ast.ScopeStmt, where: Where) -> None:
     """An auto or manual scope block (its nesting and stated ring are checked by pgraph.plan)."""
     sid = ctx.new_scope(stmt.mode, where.scope, ScopeKind.BLOCK, stmt.span, stmt.ring, interleave=where.interleave,
                         block_span=stmt.block.span, ring_span=stmt.ring_span)
+    ctx.open_node(NodeKind.SCOPE, sid, "before" if stmt.mode is ScopeMode.MANUAL else "front")
     walk(ctx, stmt.block, where.inner(scope=sid))
+    ctx.close_node()
 
 
 def walk_for(ctx: LowerContext, stmt: ast.ForStmt, where: Where) -> None:
@@ -78,7 +80,16 @@ def walk_for(ctx: LowerContext, stmt: ast.ForStmt, where: Where) -> None:
                              where.scope, stmt.span, scoped=scoped, interleave=where.interleave))
     inner = where.inner(scope=body if body is not None else where.scope, loops=(*where.loops, lid))
     inner.env.variables.add(stmt.axis.var)
+    # an unscoped loop body allocates in the enclosing scope once per iteration, at its top; a
+    # loop in a manual scope allocates nothing (its tensors are hoisted before the manual scope)
+    in_manual = ctx.in_manual(where.scope)
+    ctx.open_node(NodeKind.LOOP, lid, None if scoped or in_manual else "front")
+    if body is not None:
+        ctx.open_node(NodeKind.SCOPE, body, "front")
     walk(ctx, stmt.block, inner)
+    if body is not None:
+        ctx.close_node()
+    ctx.close_node()
 
 
 def use_fragment(ctx: LowerContext, use: ast.Use, where: Where) -> None:

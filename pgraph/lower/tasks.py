@@ -16,7 +16,7 @@ from pgraph.diagnostics import Note
 from pgraph.expr import Expr, free_vars
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
-from pgraph.kinds import DIRECTION_ACCESSES, DepKind, Flag, TaskKind, unhandled
+from pgraph.kinds import DIRECTION_ACCESSES, DepKind, Flag, NodeKind, TaskKind, unhandled
 from pgraph.lower.context import Env, LowerContext, Where, respell
 from pgraph.source import Span
 from pgraph.suggest import closest
@@ -85,6 +85,7 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
             flag_spans=(*zip(t.flags, t.flag_spans), *wave_flag_spans.get(wave or "", ())),
         ))
         names.append(name)
+        ctx.add_leaf(NodeKind.DISPATCH, name)
     ctx.tilesets[t.name] = attrs.evolve(ctx.tilesets[t.name], dispatches=tuple(names), waves=tuple(wave_decls))
 
 

@@ -72,13 +72,14 @@ class CriticalPathPass(Pass):
             cur = best_pred[cur]
         path.reverse()
         length = dist[end]
-        per_layer, total = self.extrapolate(plan, dist, length)
+        per_layer, _ = self.extrapolate(plan, dist, length)
+        total = unrolled_length(plan, cost) if g.windowed else length
         status = plan.get(EarlyStatus).status
         broken = self.first_broken(plan, path, status)
         layer_path = [n for n in path if plan.in_layer(g.instances[n])]
         layer_broken = self.first_broken(plan, layer_path, status)
         plan.put(CriticalPath({
-            "length_us": length if per_layer is None else total,
+            "length_us": total,
             "window_length_us": length,
             "per_layer_us": per_layer,
             "path": [self.step(plan, g.instances[n], cost[n]) for n in path],
@@ -107,13 +108,15 @@ class CriticalPathPass(Pass):
 
     @staticmethod
     def extrapolate(plan: Plan, dist: dict[int, int], length: int) -> tuple[int | None, int]:
+        """(per-layer increment: end of layer lo+1 minus end of layer lo, None without two layers;
+        the window's length extended by that increment for every layer it stands for)."""
         lid = plan.layer_loop
         if lid is None:
             return None, length
         weights = plan.graph.loop_weights.get(lid, {})
-        if len(weights) < 2 or all(w == 1 for w in weights.values()):
+        if len(weights) < 2:
             return None, length
-        first, rep = sorted(weights)[:2]
+        first, rep = sorted(weights)[:2]  # lo and lo+1, windowed or not (--full gives the same figure)
         ends: dict[int, int] = {}
         for inst in plan.graph.instances:
             if inst.kind is TaskKind.ALLOC or not inst.loops or inst.loops[0] != lid:
@@ -123,3 +126,83 @@ class CriticalPathPass(Pass):
         per_layer = ends.get(rep, 0) - ends.get(first, 0)
         extra = weights[rep] - 1
         return per_layer, length + extra * per_layer
+
+
+def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
+    """The longest path of the fully expanded program, computed on the window.
+
+    The copy of a windowed loop's iteration lo+1 stands for iterations lo+1..hi-1, which are
+    identical (pgraph.expand.window): its nodes are evaluated once per iteration they stand
+    for. An edge into that copy from the copy of iteration lo is the edge every iteration gets
+    from its predecessor, so from the second pass on it reads the value the previous pass left
+    on the producer's lo+1 twin. Nested windowed loops repeat inside each pass. An edge out of
+    the loop from iteration lo's copy takes the largest value any iteration reached. The cost is
+    the window's size times the iterations it stands for; nothing is expanded.
+    """
+    g = plan.graph
+    n = len(g.instances)
+    lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
+    preds = [list(g.graph.predecessors(v)) for v in range(n)]
+    dist = [0] * n
+    best = 0
+
+    def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
+        """(loop, position) of the outermost windowed loop, not already being repeated, whose
+        iteration-lo+1 copy node i belongs to."""
+        inst = g.instances[i]
+        for pos, (lid, it) in enumerate(zip(inst.loops, inst.iters)):
+            if lid in g.windowed and lid not in active and it == lo[lid] + 1:
+                return lid, pos
+        return None
+
+    def twin(u: int, lid: int) -> int | None:
+        inst = g.instances[u]
+        if inst.kind is TaskKind.ALLOC or lid not in inst.loops:
+            return None
+        iters = tuple(it + 1 if l2 == lid else it for l2, it in zip(inst.loops, inst.iters))
+        return g.by_key.get((inst.dispatch, iters, inst.index))
+
+    def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, int]) -> None:
+        """Evaluate nodes a..b-1 once; `carried[u]` replaces dist[u] (a lo-copy producer, read
+        from its lo+1 twin's previous pass)."""
+        nonlocal best
+        i = a
+        while i < b:
+            found = rep_loop(i, active)
+            if found is None:
+                m = 0
+                for u in preds[i]:
+                    val = carried.get(u, dist[u])
+                    if val > m:
+                        m = val
+                dist[i] = cost[i] + m
+                if dist[i] > best:
+                    best = dist[i]
+                i += 1
+                continue
+            lid, pos = found
+            head = g.instances[i]
+            j = i
+            while j < b and g.instances[j].loops[:pos + 1] == head.loops[:pos + 1] \
+                    and g.instances[j].iters[:pos + 1] == head.iters[:pos + 1]:
+                j += 1
+            twins: dict[int, int] = {}
+            for v in range(i, j):
+                for u in preds[v]:
+                    if u < i and u not in twins:
+                        t = twin(u, lid)
+                        if t is not None and i <= t < j:
+                            twins[u] = t
+            peak: dict[int, int] = {}
+            inner = carried
+            for _ in range(g.loop_weight(lid, lo[lid] + 1)):
+                evaluate(i, j, (*active, lid), inner)
+                for u, t in twins.items():
+                    peak[u] = max(peak.get(u, 0), dist[t])
+                inner = {**carried, **{u: dist[t] for u, t in twins.items()}}
+            for u, value in peak.items():
+                dist[u] = max(dist[u], value)
+            i = j
+
+    evaluate(0, n, (), {})
+    return best

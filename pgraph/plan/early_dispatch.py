@@ -191,6 +191,10 @@ class DummyEffectPass(Pass):
         for inst in g.instances:
             if inst.kind is TaskKind.DUMMY and (_scope_of_report(plan, inst)):
                 by_dispatch[inst.dispatch].append(inst)
+        dropped: dict[str, list[str]] = defaultdict(list)
+        for name, label in g.dropped:
+            dropped[name].append(label)
+            by_dispatch.setdefault(name, [])
         for name in sorted(by_dispatch, key=lambda n: p.dispatch(n).order):
             d = p.dispatch(name)
             insts = by_dispatch[name]
@@ -202,10 +206,14 @@ class DummyEffectPass(Pass):
                              fix=Fix(tuple(Edit.delete(s) for s in spans)) if spans else None)
                 continue
             if d.deps:
-                if any(not list(g.graph.predecessors(i.id)) for i in insts):
-                    plan.bag.add("PG104", f"every dep of dummy '{name}' can be invalid at run time, so the generated "
-                                 "code drops it and it orders nothing", d.span, severity=Severity.WARNING,
-                                 hint="a dep-carrying dummy is submitted only if some dep is valid (`if (count > 0)`)")
+                if dropped.get(name):
+                    where = dropped[name][0]
+                    more = f" and {len(dropped[name]) - 1} more" if len(dropped[name]) > 1 else ""
+                    plan.bag.add("PG104", f"every dep of dummy '{name}' is invalid at run time at {where}{more}, so "
+                                 "the generated code does not submit it there and it orders nothing", d.span,
+                                 severity=Severity.WARNING,
+                                 hint="a dep-carrying dummy is submitted only if some dep is valid (`if (count > 0)`); "
+                                      "give it a dep that exists there, or remove it")
                 continue
             self.empty_deps(plan, name, insts)
 

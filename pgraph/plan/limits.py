@@ -79,13 +79,24 @@ class ViewLimitsPass(Pass):
         for node, args in plan.graph.args.items():
             inst = plan.graph.instances[node]
             for a in args:
-                if all(0 <= lo < U32 and 0 <= hi - lo < U32 for lo, hi in a.box):
+                empty = any(hi <= lo for lo, hi in a.box)
+                if not empty and all(0 <= lo < U32 and 0 <= hi - lo < U32 for lo, hi in a.box):
                     continue
                 key = (inst.dispatch, a.param.name)
                 if key in done:
                     continue
                 done.add(key)
                 d = plan.program.dispatch(inst.dispatch)
+                span = next((arg.span for arg in d.args if arg.param.name == a.param.name), d.span)
+                if empty:
+                    plan.bag.add("PG114", f"'{inst.label}' passes '{a.tensor}' to '{a.param.name}' as the empty "
+                                 f"view {list(a.box)}", span,
+                                 hint="the runtime accepts an empty view, but the TensorMap's extent of it (from "
+                                      "shape - 1) is not defined, so no edge can be promised; pass a non-empty "
+                                      "region and state what the kernel touches with a `writes`/`reads` clause "
+                                      "(#762 attn_out_seed), or make the empty range the task's grid (0 blocks: "
+                                      "nothing is submitted)")
+                    continue
                 plan.bag.add("PG114", f"'{inst.label}' passes '{a.tensor}' to '{a.param.name}' with the view "
                              f"{list(a.box)}, whose offsets or extents do not fit uint32_t", d.span,
                              hint="ChipTensor views take uint32_t shapes and offsets; split the tensor")

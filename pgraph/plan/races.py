@@ -266,11 +266,14 @@ class RacePass(Pass):
 
 
 class SpmdOverlapPass(Pass):
-    """PG102: blocks of one SPMD grid must not write overlapping regions.
+    """PG102: blocks of one SPMD grid must not touch overlapping regions, one of them writing.
 
-    Atomic adds are exempt, and so are sync_start grids: their blocks launch together and
-    synchronise internally (the attention extern's SyncAll), so they act as one unit.
-    Indirect writes are exempt too: their box only bounds a scatter (#762 rope_qkv's KV append).
+    The blocks of a grid run at once, in no order: a block writing what another block reads or
+    writes is a race inside one task. Atomic adds among themselves are exempt (an accumulator),
+    and so are sync_start grids: their blocks launch together and synchronise internally (the
+    attention extern's SyncAll), so they act as one unit. Indirect accesses are exempt too:
+    their box only bounds a scatter or gather whose disjointness rests on the index tensor
+    (#762 rope_qkv's KV append through slot_mapping).
     """
 
     name = "spmd-block-overlap"
@@ -289,47 +292,64 @@ class SpmdOverlapPass(Pass):
             clash = self.first_clash(blocks, p)
             if clash is None:
                 continue
-            i, j, tensor, box = clash
+            (i, kind_i, tensor_i, box_i), (j, kind_j, tensor_j, box_j) = clash
             names = [a.var for a in d.block_axes]
+            if kind_i is AccessKind.WRITE and kind_j is AccessKind.WRITE:
+                what = f"both write {tensor_i}{box_text(box_i)}"
+            else:
+                what = (f"block {i} {KIND_WORD[kind_i]} {tensor_i}{box_text(box_i)} and block {j} "
+                        f"{KIND_WORD[kind_j]} {tensor_j}{box_text(box_j)}")
             plan.bag.add(
                 "PG102",
-                f"blocks {i} and {j} of SPMD grid '{d.name}' ({', '.join(names)}) both write {tensor}{box_text(box)}",
-                _access_span(d, tensor, p),
-                hint="SPMD blocks are never ordered among themselves; write disjoint slices, accumulate with "
+                f"blocks {i} and {j} of SPMD grid '{d.name}' ({', '.join(names)}) {what}",
+                _access_span(d, tensor_i, p),
+                hint="SPMD blocks are never ordered among themselves; touch disjoint slices, accumulate with "
                      "atomic_add into a seeded accumulator, or make the blocks separate tasks with deps",
             )
 
     @staticmethod
-    def first_clash(blocks: list[BlockAccesses], p: Program) -> tuple[int, int, str, Box] | None:
-        """The first (i, j), i < j, in pairwise order whose writes overlap, with i's first clashing write.
+    def first_clash(blocks: list[BlockAccesses], p: Program
+                    ) -> tuple[tuple[int, AccessKind, str, Box], tuple[int, AccessKind, str, Box]] | None:
+        """The first block pair (i, j), i < j, whose accesses conflict, with the two accesses.
 
         Same answer as comparing every pair of blocks, without the quadratic cost on large
-        grids: per buffer, writes are indexed by one dimension (`_WriteIndex`), so block i
-        only meets the blocks whose writes overlap it there.
+        grids: per buffer, the reads, writes and atomic adds are each indexed by one dimension
+        (`_WriteIndex`), and every access of block i meets only the overlapping accesses it can
+        conflict with (reads never meet reads, atomic adds never meet atomic adds).
         """
-        # an indirect write is a bounding box (a scatter through an index tensor): it proves
-        # no overlap between blocks, whose disjointness rests on the index (slot_mapping)
-        writes = [[(t, k, box) for t, k, box, indirect in b.get(AccessKind.WRITE, []) if not indirect]
-                  for b in blocks]
-        groups: dict[BufferKey, list[tuple[int, str, Box]]] = defaultdict(list)
-        for i, ws in enumerate(writes):
-            for t, k, box in ws:
-                groups[k].append((i, t, box))
-        index = {k: _WriteIndex(entries, p) for k, entries in groups.items()}
-        for i, ws in enumerate(writes):
-            later = [j for t, k, box in ws for j in index[k].clashing(t, box) if j > i]
-            if not later:
-                continue
-            j = min(later)
-            for ta, ka, ba in ws:
-                for tb, kb, bb in writes[j]:
-                    if ka == kb and overlap(ba, ta, bb, tb, p):
-                        return i, j, ta, ba
+        accesses: list[list[tuple[AccessKind, str, BufferKey, Box]]] = [
+            [(kind, t, k, box) for kind in (AccessKind.WRITE, AccessKind.ATOMIC, AccessKind.READ)
+             for t, k, box, indirect in b.get(kind, []) if not indirect]
+            for b in blocks]
+        names: dict[BufferKey, set[str]] = defaultdict(set)
+        groups: dict[tuple[BufferKey, AccessKind], list[tuple[int, str, Box]]] = defaultdict(list)
+        for i, accs in enumerate(accesses):
+            for kind, t, k, box in accs:
+                names[k].add(t)
+                groups[(k, kind)].append((i, t, box))
+        index = {gk: _WriteIndex(entries, p, len(names[gk[0]]) > 1) for gk, entries in groups.items()}
+        partners = {AccessKind.READ: (AccessKind.WRITE, AccessKind.ATOMIC),
+                    AccessKind.ATOMIC: (AccessKind.WRITE, AccessKind.READ),
+                    AccessKind.WRITE: (AccessKind.WRITE, AccessKind.ATOMIC, AccessKind.READ)}
+        # block i meets every block it conflicts with, earlier or later: the first i with a later
+        # partner gives the first pair (a pair with an earlier partner was found at that partner)
+        for i, accs in enumerate(accesses):
+            best = None
+            for kind, t, k, box in accs:
+                for other in partners[kind]:
+                    idx = index.get((k, other))
+                    if idx is None:
+                        continue
+                    for j, tj, bj in idx.clashing(t, box):
+                        if j > i and (best is None or j < best[0][0]):
+                            best = ((j, other, tj, bj), (i, kind, t, box))
+            if best is not None:
+                return best[1], best[0]
         return None
 
 
 class _WriteIndex:
-    """Writes to one buffer sorted by their interval in one dimension, for overlap queries.
+    """Accesses of one kind to one buffer sorted by their interval in one dimension, for overlap queries.
 
     One tensor name: the dimension with the most distinct intervals (the one the blocks
     slice). Several names (views of one buffer): the flat element interval, as `instances.overlap`
@@ -337,11 +357,11 @@ class _WriteIndex:
     so a query walks back only while an earlier write can still reach it.
     """
 
-    def __init__(self, entries: list[tuple[int, str, Box]], p: Program) -> None:
+    def __init__(self, entries: list[tuple[int, str, Box]], p: Program, views: bool = False) -> None:
         self.p = p
         names = {t for _, t, _ in entries}
         dim: int | None = None
-        if len(names) == 1:
+        if len(names) == 1 and not views:  # `views`: queries may name another view of the buffer
             rank = len(entries[0][2])
             if rank:
                 dim = max(range(rank), key=lambda d: (len({box[d] for _, _, box in entries}), -d))
@@ -359,8 +379,8 @@ class _WriteIndex:
             return (-1, 1 << 126)  # `instances.overlap` on boxes with an empty side: compare with everything
         return flat(box, self.p.tensors[tensor].shape)
 
-    def clashing(self, tensor: str, box: Box) -> list[int]:
-        """Blocks with a write that overlaps `box` of `tensor` (by `instances.overlap`)."""
+    def clashing(self, tensor: str, box: Box) -> list[tuple[int, str, Box]]:
+        """The entries (block, tensor, box) whose box overlaps `box` of `tensor` (by `instances.overlap`)."""
         lo, hi = self.interval(tensor, box)
         out = []
         k = bisect.bisect_left(self.los, hi) - 1
@@ -368,7 +388,7 @@ class _WriteIndex:
             if self.his[k] > lo:
                 j, t, b = self.entries[k]
                 if overlap(box, tensor, b, t, self.p):
-                    out.append(j)
+                    out.append((j, t, b))
             k -= 1
         return out
 

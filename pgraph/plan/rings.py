@@ -18,6 +18,7 @@ peaks of the `--full` expansion (tests/unit/test_window_exact.py).
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -31,6 +32,20 @@ from pgraph.plan.base import Fact, Pass, Plan
 from pgraph.source import Span
 
 ScopeKey = tuple[int, tuple[int, ...]]
+
+
+@attrs.define
+class _Fanout:
+    """The consumer edges of one instance, by which of the real tasks it stands for have them.
+
+    `same`: every copy. `nxt[lid]`: the carried edges into the next iteration of windowed loop
+    lid (every copy but the last; seen only from the first iteration's copy). `exits[loops]`:
+    edges out of the windowed loops `loops`, from the copy in their last iteration only.
+    """
+
+    same: int = 0
+    nxt: dict[int, int] = attrs.Factory(dict)
+    exits: dict[tuple[int, ...], int] = attrs.Factory(dict)
 
 
 @attrs.frozen
@@ -50,43 +65,78 @@ class _Model:
         self.g = plan.graph
         self.align = self.p.target["output_align"]   # simpler: PTO2_PACKED_OUTPUT_ALIGN
         self.scope_loops = self.g.scope_loops
-        self.fanout = self.fanout_entries()
+        self.fan = self.fanout_entries()
         self.per_key = self.scope_instances()
 
-    def fanout_entries(self) -> dict[int, int]:
-        """Dep-pool entries each real task of an instance holds: one per consumer edge (simpler
-        wire_fanin_task prepends the consumer to the producer's fanout list), window-exact."""
+    def fanout_entries(self) -> dict[int, _Fanout]:
+        """Dep-pool entries of each instance's real tasks: one per consumer edge (simpler
+        wire_fanin_task prepends the consumer to the producer's fanout list), split by which of
+        the copies an instance stands for have the edge (see `_Fanout`)."""
         g = self.g
-        same: dict[int, int] = defaultdict(int)   # edges every real copy of the producer has
-        nxt: dict[int, int] = defaultdict(int)    # carried edges into the next iteration (from the first copy)
-        exits: dict[int, int] = defaultdict(int)  # edges out of a windowed loop: its last iteration only
+        fan: dict[int, _Fanout] = defaultdict(_Fanout)
+        lo = {lp.id: lp.axis.lo for lp in self.p.loops}
         for u, v in g.graph.edges():
             iu, iv = g.instances[u], g.instances[v]
             if iu.kind is TaskKind.ALLOC:
                 continue
             n = g.extra_weight(iv, iu.loops)  # real consumers per real producer
-            if self.at_representative(iu) and any(lid in g.windowed and lid not in iv.loops for lid in iu.loops):
-                exits[u] += n
+            exited = tuple(lid for lid, it in zip(iu.loops, iu.iters)
+                           if lid in g.windowed and lid not in iv.loops and it != lo[lid])
+            f = fan[u]
+            if exited:
+                f.exits[exited] = f.exits.get(exited, 0) + n
             else:
-                same[u] += n
+                f.same += n
             twin = self.next_iteration_twin(iu, iv)
             if twin is not None:
-                nxt[twin] += n
-        # The representative copy stands for the middle iterations (which have the carried edges
-        # into the next one) and for the last (which has the exits instead): the worst of the two.
-        return {u: same[u] + max(nxt[u], exits[u]) for u in set(same) | set(nxt) | set(exits)}
+                t = fan[twin[0]]
+                t.nxt[twin[1]] = t.nxt.get(twin[1], 0) + n
+        return fan
+
+    def entries(self, inst: Any, extra: int, fixed: dict[int, bool]) -> int:
+        """Dep-pool entries the `extra` real tasks of `inst` hold together: the copies of every
+        windowed loop not in `fixed` are summed (w iterations: w - 1 with the carried edges into
+        the next, the last with the edges out of the loop); for a loop in `fixed` they all sit in
+        a middle iteration (True) or in the last one (False)."""
+        f = self.fan.get(inst.id)
+        if f is None:
+            return 0
+        its = dict(zip(inst.loops, inst.iters))
+        total = extra * f.same
+        for lid, n in f.nxt.items():
+            if lid in fixed:
+                total += extra * n if fixed[lid] else 0
+            else:
+                w = self.g.loop_weight(lid, its[lid])
+                total += extra // w * (w - 1) * n
+        for loops, n in f.exits.items():
+            if any(fixed.get(lid) is True for lid in loops):
+                continue
+            c = extra
+            for lid in loops:
+                if lid not in fixed:
+                    c //= self.g.loop_weight(lid, its[lid])
+            total += c * n
+        return total
+
+    def windowed_at_rep(self, loops: tuple[int, ...], iters: tuple[int, ...]) -> tuple[int, ...]:
+        """The windowed loops among `loops` whose value in `iters` is the representative copy."""
+        return tuple(lid for lid, it in zip(loops, iters)
+                     if lid in self.g.windowed and it != self.p.loops[lid].axis.lo)
 
     def at_representative(self, inst: Any) -> bool:
         """True when `inst` is the copy of a windowed loop's iterations after the first."""
         return any(lid in self.g.windowed and it != self.p.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters))
 
-    def next_iteration_twin(self, iu: Any, iv: Any) -> int | None:
+    def next_iteration_twin(self, iu: Any, iv: Any) -> tuple[int, int] | None:
         """For an edge from the first iteration of a windowed loop into the second, the producer's
-        copy in the second iteration: it stands for iterations that have the same edge into the next."""
+        copy in the second iteration and the loop: that copy stands for iterations that have the
+        same edge into the next one (all but the last)."""
         for lid, a, b in zip(iu.loops, iu.iters, iv.iters):
             if lid in self.g.windowed and lid in iv.loops and a == self.p.loops[lid].axis.lo and b == a + 1:
                 iters = tuple(b if l2 == lid else it for l2, it in zip(iu.loops, iu.iters))
-                return self.g.by_key.get((iu.dispatch, iters, iu.index))
+                twin = self.g.by_key.get((iu.dispatch, iters, iu.index))
+                return None if twin is None else (twin, lid)
         return None
 
     def scope_instances(self) -> dict[ScopeKey, dict[str, Any]]:
@@ -94,14 +144,18 @@ class _Model:
         g = self.g
         manual = {s.id for s in self.p.scopes if s.mode is ScopeMode.MANUAL}
         out: dict[ScopeKey, dict[str, Any]] = defaultdict(lambda: {"tasks": 0, "compute": 0, "dummies": 0,
-                                                                   "allocs": 0, "heap": 0, "deps": 0, "tm": 0})
+                                                                   "allocs": 0, "heap": 0, "tm": 0,
+                                                                   "deps_by_case": defaultdict(int)})
         for inst in g.instances:
             by_loop = dict(zip(inst.loops, inst.iters))
             own = self.scope_loops[inst.scope]
             key = (inst.scope, tuple(by_loop.get(lid, 0) for lid in own))
             extra = g.extra_weight(inst, own)
             row = out[key]
-            row["deps"] += extra * self.fanout.get(inst.id, 0)
+            fixed = self.windowed_at_rep(own, key[1])
+            deps = row["deps_by_case"]
+            for case in itertools.product((True, False), repeat=len(fixed)):
+                deps[case] += self.entries(inst, extra, dict(zip(fixed, case)))
             if inst.kind is TaskKind.ALLOC:
                 row["allocs"] += inst.blocks * extra
                 row["tasks"] += inst.blocks * extra
@@ -137,7 +191,7 @@ class _Model:
                 out[r]["heap"] += share * sum(heap_bytes(t.nbytes, self.align) for t in self.g.alloc_info[inst.id][2])
             else:
                 out[r]["tasks"] += share
-            out[r]["deps"] += share * self.fanout.get(inst.id, 0)
+            out[r]["deps"] += self.entries(inst, share, {lid: True} if lid in self.g.windowed else {})
         return out
 
 
@@ -224,6 +278,10 @@ def ring_table(plan: Plan, model: _Model, too_big: set[int]) -> None:
         by_ring: dict[int, dict[str, int]] = defaultdict(lambda: {"tasks": 0, "heap": 0, "deps": 0, "retained": 0,
                                                                   "retained_heap": 0})
         tm = 0
+        # the dep pool depends on whether the open windowed iterations are middle ones or the last
+        fixed = model.windowed_at_rep(model.scope_loops[key[0]], key[1])
+        cases = [dict(zip(fixed, case)) for case in itertools.product((True, False), repeat=len(fixed))]
+        deps_by_case: dict[int, list[int]] = {}
         for ck in model.chain(key):
             row = model.per_key.get(ck)
             if row is None:
@@ -231,11 +289,15 @@ def ring_table(plan: Plan, model: _Model, too_big: set[int]) -> None:
             r = p.scopes[ck[0]].ring
             by_ring[r]["tasks"] += row["tasks"]
             by_ring[r]["heap"] += row["heap"]
-            by_ring[r]["deps"] += row["deps"]
+            own = model.windowed_at_rep(model.scope_loops[ck[0]], ck[1])
+            for c, case in enumerate(cases):
+                deps_by_case.setdefault(r, [0] * len(cases))[c] += row["deps_by_case"][tuple(case[lid] for lid in own)]
             tm += row["tm"]
             if ck[0] in carried_scopes:
                 by_ring[r]["retained"] += row["tasks"]
                 by_ring[r]["retained_heap"] += row["heap"]
+        for r, values in deps_by_case.items():
+            by_ring[r]["deps"] = max(values)
         tensormap_peak = max(tensormap_peak, tm)
         for r, vals in by_ring.items():
             cur = rings.setdefault(r, {"ring": r, "peak_tasks": 0, "peak_heap": 0, "peak_dep_pool": 0,

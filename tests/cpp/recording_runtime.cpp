@@ -376,7 +376,7 @@ uint64_t ChipTensor::numel() const {
 ChipTensor ChipTensor::view(const uint32_t view_shapes[], const uint32_t offsets[]) const {
     ChipTensor out = *this;
     for (uint32_t d = 0; d < ndims; ++d) {
-        if (static_cast<uint64_t>(offsets[d]) + view_shapes[d] > shapes[d] || view_shapes[d] == 0) out.view_error = true;
+        if (static_cast<uint64_t>(offsets[d]) + view_shapes[d] > shapes[d] && view_shapes[d] != 0) out.view_error = true;  // a zero-size view accepts any offset (ABI reference)
         out.shapes[d] = view_shapes[d];
         out.start_offset += static_cast<uint64_t>(offsets[d]) * strides[d];
     }

@@ -149,16 +149,19 @@ def full_graph(spec: Path, **kw: object) -> tuple[Program, InstanceGraph]:
     return program, expand(program, full=True)
 
 
-def merge_allocs(rec: Rec) -> list[int]:
-    """Recorded task index -> merged index (consecutive alloc batches of one scope become one)."""
-    out, n = [], -1
-    prev: dict[str, object] | None = None
-    for t in rec.tasks:
-        same = prev is not None and t["kind"] == "alloc" and prev["kind"] == "alloc" and t["scope"] == prev["scope"]
-        if not same:
-            n += 1
-        out.append(n)
-        prev = t
+def merge_allocs(rec: Rec, g: InstanceGraph) -> list[int]:
+    """Recorded task index -> pgraph instance index. An alloc instance stands for `blocks`
+    consecutive `alloc_tensors` calls (one batch of at most alloc_batch buffers each); every other
+    instance for one recorded task. A recorded run shorter or longer than pgraph's fails here."""
+    out: list[int] = []
+    for inst in g.instances:
+        n = inst.blocks if inst.kind == "alloc" else 1
+        for _ in range(n):
+            assert len(out) < len(rec.tasks), f"the run submitted fewer tasks than pgraph has (at {inst.label})"
+            t = rec.tasks[len(out)]
+            assert (t["kind"] == "alloc") == (inst.kind == "alloc"), (inst.label, t["kind"])
+            out.append(inst.id)
+    assert len(out) == len(rec.tasks), f"the run submitted {len(rec.tasks) - len(out)} task(s) more than pgraph has"
     return out
 
 
@@ -168,7 +171,7 @@ TAG = {"in": "INPUT", "out": "OUTPUT_EXISTING", "inout": "INOUT", "atomic_add": 
 
 def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tuple[str, str]]) -> None:
     """Assert the recorded graph equals pgraph's instance graph."""
-    merged = merge_allocs(rec)
+    merged = merge_allocs(rec, g)
     first = {}
     for i, m in enumerate(merged):
         first.setdefault(m, i)

@@ -113,14 +113,41 @@ def test_window_work_of_fa_fused_by_hand() -> None:
 
 # ---- SpmdOverlapPass.first_clash: quadratic on large grids ---------------------------------
 
-def brute_first_clash(blocks, p):  # the original pairwise loop: the oracle
-    writes = [[(t, k, box) for t, k, box, indirect in b.get("write", []) if not indirect] for b in blocks]
-    for i, j in itertools.combinations(range(len(writes)), 2):
-        for ta, ka, ba in writes[i]:
-            for tb, kb, bb in writes[j]:
-                if ka == kb and overlap(ba, ta, bb, tb, p):
-                    return i, j, ta, ba
+KINDS = ("write", "atomic", "read")
+
+
+def _accesses(b):
+    return [(kind, t, k, box) for kind in KINDS for t, k, box, indirect in b.get(kind, []) if not indirect]
+
+
+def _conflicting(a, b, p) -> bool:
+    (ka, ta, bufa, ba), (kb, tb, bufb, bb) = a, b
+    if bufa != bufb or (ka == kb and ka in ("read", "atomic")):
+        return False
+    return overlap(ba, ta, bb, tb, p)
+
+
+def brute_first_clash(blocks, p):  # every pair of blocks, every pair of accesses: the oracle
+    accs = [_accesses(b) for b in blocks]
+    for i, j in itertools.combinations(range(len(accs)), 2):
+        if any(_conflicting(a, b, p) for a in accs[i] for b in accs[j]):
+            return i, j
     return None
+
+
+def check_first_clash(blocks, p) -> None:
+    """The indexed search finds the first conflicting block pair, and two accesses that conflict."""
+    got = SpmdOverlapPass.first_clash(blocks, p)
+    want = brute_first_clash(blocks, p)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    (i, ki, ti, bi), (j, kj, tj, bj) = got
+    assert (i, j) == want
+    mine = [a for a in _accesses(blocks[i]) if (a[0], a[1], a[3]) == (ki.value, ti, bi)]
+    theirs = [b for b in _accesses(blocks[j]) if (b[0], b[1], b[3]) == (kj.value, tj, bj)]
+    assert any(_conflicting(a, b, p) for a in mine for b in theirs)
 
 
 class _T:
@@ -152,15 +179,21 @@ def grids(draw: st.DrawFn) -> list[dict[str, list[tuple[str, tuple[str, tuple[in
             name = draw(st.sampled_from(("a", "a", "v")))
             key = ("buf", ()) if draw(st.booleans()) else ("other", ())
             writes.append((name, key, _box(draw, name), draw(st.booleans()) and draw(st.booleans())))
-        blocks.append({"write": writes, "read": []})
+        blocks.append({"write": writes, "read": [], "atomic": []})
+        for kind in ("read", "atomic"):
+            for _ in range(draw(st.integers(0, 2))):
+                name = draw(st.sampled_from(("a", "v")))
+                key = ("buf", ()) if draw(st.booleans()) else ("other", ())
+                blocks[-1][kind].append((name, key, _box(draw, name), draw(st.booleans()) and draw(st.booleans())))
     return blocks
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
 @given(blocks=grids())
 def test_first_clash_matches_pairwise_oracle(blocks) -> None:
-    """The indexed search returns exactly what the pairwise loop returns (pair, tensor, box)."""
-    assert SpmdOverlapPass.first_clash(blocks, _P) == brute_first_clash(blocks, _P)
+    """The indexed search returns the pair the pairwise loop returns, with two conflicting accesses:
+    reads against writes and atomic adds, writes against everything, never read/read or atomic/atomic."""
+    check_first_clash(blocks, _P)
 
 
 def test_5120_block_grid_plans() -> None:
@@ -174,7 +207,7 @@ def test_5120_block_grid_plans() -> None:
     assert SpmdOverlapPass.first_clash(blocks, plan.program) is None
     # make two blocks write the same column: the clash is found, with the earlier block first
     blocks[4000]["write"].append(blocks[17]["write"][0])
-    i, j, tensor, box = SpmdOverlapPass.first_clash(blocks, plan.program)
+    (i, _, tensor, box), (j, _, _, _) = SpmdOverlapPass.first_clash(blocks, plan.program)
     assert (i, j, tensor) == (17, 4000, "normed0") and box == ((0, 16), (17, 18))
 
 

@@ -74,3 +74,25 @@ entry e {
     assert ring2["peak_dep_pool"] == 20  # p's 20 consumers, one per iteration (by hand)
     assert window["rings"] == full["rings"]
     assert "PG111" in {c for c, _, _ in wdiag} and wdiag == fdiag
+
+
+def test_carried_loop_body_keeps_its_previous_iteration(tmp_path: Path) -> None:
+    """A loop body whose TaskId is carried keeps the previous iteration's tasks alive: ring 2
+    holds 2 tasks per iteration, 4 with the retained iteration (by hand; a regression: the
+    retained figure was once summed outside the scope chain and stayed 2)."""
+    spec = tmp_path / "ret.pgl"
+    spec.write_text("""
+tensor x : f32[16, 64] external
+kernel k aiv (a : inout f32[16, 64])
+entry e {
+  at first { call k(x) }
+  for L in 0..3 carry c = first then t {
+    at t deps(c) { call k(x) }
+    at u { call k(x) }
+  }
+}
+""", encoding="utf-8")
+    for full in (False, True):
+        f, _ = facts(spec, full)
+        ring2 = next(r for r in f["rings"] if r["ring"] == 2)  # type: ignore[attr-defined]
+        assert (ring2["peak_tasks"], ring2["peak_tasks_with_carry"]) == (2, 4)

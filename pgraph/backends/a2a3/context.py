@@ -7,7 +7,7 @@ from pgraph.kinds import CarryKind, InternalError, Storage
 
 from .cexpr import CxxPrinter, Interval
 from .kernel_config import FuncIds
-from .layout import Node, Path, build_tree, dispatch_path, is_reserved, plan_storage, unique
+from .layout import Path, alloc_ident, alloc_path, build_tree, dispatch_path, is_reserved, plan_storage, unique
 from .writer import Writer
 
 
@@ -31,8 +31,12 @@ class Context:
         self.assign_names()
         self.storage, self.carry_store, self.loop_parent = plan_storage(program, self.names)
         self.tree = build_tree(program)
-        self.scope_paths: dict[int, Path] = {}
-        self._scope_paths(self.tree, (("scope", 0),))
+        #: allocation site identifiers of the layout tree -> their groups
+        self.alloc_keys: dict[str, ir.AllocKey] = {}
+        for t in program.tensors.values():
+            if t.storage is Storage.ALLOC and t.scope is not None:
+                key = ir.alloc_key(program, t)
+                self.alloc_keys[alloc_ident(key)] = key
 
     # ---- names ----
     def assign_names(self) -> None:
@@ -102,13 +106,8 @@ class Context:
             lp = next(lp for lp in self.p.loops if carry in lp.carries)
             return self.loop_parent.get(lp.id)
         t = self.p.tensors[name]
+        if t.storage is Storage.VIEW and t.base is not None:
+            t = self.p.tensors[t.base]  # a view is declared right after its base's allocation
         if t.storage is Storage.EXTERNAL or t.scope is None:
             return ()
-        return self.scope_paths.get(t.scope)
-
-    def _scope_paths(self, node: Node, path: Path) -> None:
-        if node.kind == "scope":
-            self.scope_paths[node.num] = path
-        for child in node.children:
-            if child.kind != "dispatch":
-                self._scope_paths(child, (*path, child.key))
+        return alloc_path(self.p, ir.alloc_key(self.p, t))

@@ -126,11 +126,6 @@ class Emitter:
 
     # ---- blocks ----
     def scope_body(self, node: Node, path: Path) -> None:
-        sid = node.num
-        self.allocations(sid)
-        for t in self.c.p.tensors.values():
-            if t.storage is Storage.VIEW and t.scope == sid:
-                self.view_decl(t, self.c.w)
         self.children(node, path)
 
     def children(self, node: Node, path: Path) -> None:
@@ -161,6 +156,9 @@ class Emitter:
                 phase = members[-1].phase
                 continue
             self.declare_storage(path, child.key)
+            if child.kind == "alloc":
+                self.allocations(self.c.alloc_keys[child.name])
+                continue
             if child.kind == "scope":
                 phase = None
                 s = self.c.p.scopes[child.num]
@@ -224,10 +222,12 @@ class Emitter:
             count = 0
             for dn in ts.dispatches:
                 d = self.c.p.dispatch(dn)
+                if d.kind is TaskKind.SPMD and d.block_count == 0:
+                    continue  # an empty SPMD wave submits no task: it holds no slot (and has no tile to read)
                 self.copy_wave_tasks(dst, count, src.cname, ts, d)
                 count += d.task_count
-        if size > count:
-            self.c.w.line(f"for (int64_t i = {count}; i < {size}; ++i) {dst}[i] = PTO2TaskId::invalid();")
+        if max(size, 1) > count:
+            self.c.w.line(f"for (int64_t i = {count}; i < {max(size, 1)}; ++i) {dst}[i] = PTO2TaskId::invalid();")
 
     def copy_wave_tasks(self, dst: str, base: int, src: str, ts: ir.TileSet, d: ir.Dispatch) -> None:
         """One slot per task of wave `d`: its first tile (block indices at their lower bounds)."""
@@ -262,11 +262,12 @@ class Emitter:
                 c = next(c for c in lp.carries if c.name == name)
                 self.c.w.blank()
                 self.c.w.comment(f"carry {name}: {c.init} before the loop, then {c.next} of the previous iteration")
-                self.c.w.line(f"PTO2TaskId {st.cname}[{st.size}];")
+                self.c.w.line(f"PTO2TaskId {st.cname}[{max(st.size, 1)}];")
                 self.c.declared(st.cname)
                 self.copy_slots(st.cname, st.size, c.init)
 
     def declare_array(self, cname: str, size: int) -> None:
+        size = max(size, 1)  # an empty tile set still gets one (invalid) slot: no zero-length array
         if size == 1:
             self.c.w.line(f"PTO2TaskId {cname}[1] = {{PTO2TaskId::invalid()}};")
             return
@@ -274,11 +275,14 @@ class Emitter:
         self.c.w.line(f"for (int64_t i = 0; i < {size}; ++i) {cname}[i] = PTO2TaskId::invalid();")
 
     # ---- tensors ----
-    def allocations(self, sid: int) -> None:
-        tensors = [t for t in self.c.p.tensors.values() if t.storage is Storage.ALLOC and t.scope == sid]
+    def allocations(self, key: ir.AllocKey) -> None:
+        """One allocation site: the group's buffers in batches of alloc_batch, then their views."""
+        p = self.c.p
+        tensors = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
+                   and ir.alloc_key(p, t) == key]
         if not tensors:
             return
-        s = self.c.p.scopes[sid]
+        s = p.scopes[key[0]]
         self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}")
         batch = self.c.p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
         for i in range(0, len(tensors), batch):
@@ -298,6 +302,12 @@ class Emitter:
             for j, t in enumerate(group):
                 self.c.w.line(f"const ChipTensor& {self.c.tensor_c[t.name]} = alloc_{k}.get_ref({j});")
                 self.c.declared(self.c.tensor_c[t.name])
+        roots = {t.name for t in tensors}
+        views = [t for t in p.tensors.values() if t.storage is Storage.VIEW and t.base in roots]
+        if views:
+            self.c.w.blank()
+        for t in views:
+            self.view_decl(t, self.c.w)
         self.c.w.blank()
 
     def view_decl(self, t: ir.Tensor, w: Writer) -> None:

@@ -26,7 +26,7 @@ import re
 import attrs
 
 from pgraph.ir import program as ir
-from pgraph.kinds import CarryKind, DepKind, InternalError, ScopeKind, TaskKind
+from pgraph.kinds import CarryKind, DepKind, InternalError, NodeKind, TaskKind
 
 Key = tuple[str, int | str]
 Path = tuple[Key, ...]
@@ -34,7 +34,8 @@ Path = tuple[Key, ...]
 
 @attrs.define
 class Node:
-    """A block of the generated code: 'scope' (id), 'loop' (id) or 'dispatch' (name)."""
+    """A block of the generated code: 'scope' (id), 'loop' (id), 'dispatch' (name) or 'alloc' (an
+    allocation site, `alloc_ident`)."""
 
     kind: str
     ident: int | str
@@ -58,36 +59,48 @@ class Node:
         return self.ident
 
 
+def _convert(node: ir.Node, path: Path, paths: dict[Key, Path]) -> Node:
+    """The layout node of an IR tree node; `paths` gets every node's parent path."""
+    ident = alloc_ident(node.ident) if node.kind is NodeKind.ALLOC else node.ident  # type: ignore[arg-type]
+    out = Node(str(node.kind), ident)  # type: ignore[arg-type]
+    paths[out.key] = path
+    inner = (*path, out.key)
+    out.children = [_convert(c, inner, paths) for c in node.children]
+    return out
+
+
+def alloc_ident(key: ir.AllocKey) -> str:
+    """The layout identifier of an allocation site (a string, so paths stay hashable and printable)."""
+    sid, group, loops = key
+    return f"{sid}/{group}/{','.join(map(str, loops))}"
+
+
+def _layout(p: ir.Program) -> tuple[Node, dict[Key, Path]]:
+    cached = p.__dict__.get("_a2a3_layout")
+    if cached is None:
+        paths: dict[Key, Path] = {}
+        root = _convert(p.tree, (), paths)
+        cached = (root, paths)
+        object.__setattr__(p, "_a2a3_layout", cached)
+    return cached  # type: ignore[no-any-return]
+
+
 def dispatch_path(p: ir.Program, d: ir.Dispatch) -> Path:
     """Container keys from the entry scope down to the block holding `d` (excluded)."""
-    out: list[Key] = []
-    for sid in reversed(p.ancestors(d.scope)):
-        s = p.scopes[sid]
-        if s.kind is ScopeKind.LOOP and s.loop is not None:
-            out.append(("loop", s.loop))
-        out.append(("scope", sid))
-    for lid in d.loops:
-        if p.loops[lid].body_scope is None:
-            out.append(("loop", lid))
-    return tuple(out)
+    return _layout(p)[1][("dispatch", d.name)]
+
+
+def alloc_path(p: ir.Program, key: ir.AllocKey) -> Path:
+    """The block holding the allocation site of group `key` (its buffers' C++ names live there)."""
+    return _layout(p)[1][("alloc", alloc_ident(key))]
 
 
 def build_tree(p: ir.Program) -> Node:
-    """The block tree; children are in program order."""
-    root = Node("scope", 0)
-    for d in p.dispatches:
-        path = dispatch_path(p, d)
-        if not path or path[0] != ("scope", 0):
-            raise InternalError(f"dispatch '{d.name}' is not inside the entry scope")
-        node = root
-        for key in path[1:]:
-            if node.children and node.children[-1].key == key:
-                node = node.children[-1]
-                continue
-            child = Node(key[0], key[1])
-            node.children.append(child)
-            node = child
-        node.children.append(Node("dispatch", d.name))
+    """The block tree of the generated code: the Program's program-order tree (`ir.Node`), so
+    scopes and loops without tasks and the allocation sites keep their places."""
+    root = _layout(p)[0]
+    if root.key != ("scope", 0):
+        raise InternalError("the program tree does not start at the entry scope")
     return root
 
 
@@ -119,9 +132,7 @@ class Storage:
     valid: bool
 
 
-def is_single(ts: ir.TileSet) -> bool:
-    """One TaskId for the whole tile set: `at`, `spmd`, or a dummy without an index."""
-    return ts.kind in (TaskKind.AT, TaskKind.SPMD) or not ts.axes
+is_single = ir.single_task  # one TaskId for the whole tile set: `at`, `spmd`, or a dummy without an index
 
 
 def tile_count(ts: ir.TileSet) -> int:
@@ -134,22 +145,12 @@ def slots(ts: ir.TileSet) -> int:
     return 1 if is_single(ts) else tile_count(ts)
 
 
-def task_slots(p: ir.Program, ts: ir.TileSet) -> int:
-    """Distinct tasks of a tile set: the slots of a TaskId carry (one entry per task, like pgraph)."""
-    if is_single(ts):
-        return 1
-    return sum(p.dispatch(dn).task_count for dn in ts.dispatches)
+task_slots = ir.task_slots  # distinct tasks of a tile set: the slots of a TaskId carry
 
 
 def _loop_paths(p: ir.Program) -> dict[int, Path]:
-    """Path of the block holding each emitted loop (its parent block)."""
-    out: dict[int, Path] = {}
-    for d in p.dispatches:
-        path = dispatch_path(p, d)
-        for i, key in enumerate(path):
-            if key[0] == "loop" and key[1] not in out:
-                out[int(key[1])] = path[:i]
-    return out
+    """Path of the block holding each loop (its parent block)."""
+    return {int(key[1]): path for key, path in _layout(p)[1].items() if key[0] == "loop"}
 
 
 def _body_path(p: ir.Program, lp: ir.Loop, parent: Path) -> Path:
@@ -167,6 +168,8 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
     loop_parent = _loop_paths(p)
     consumers: dict[str, list[Path]] = {}
     for d in p.dispatches:
+        if d.kind is TaskKind.SPMD and d.block_count == 0:
+            continue  # an empty grid submits nothing and reads no TaskId
         for dep in d.deps:
             if dep.kind is DepKind.TILES:
                 consumers.setdefault(dep.target, []).append(paths[d.name])

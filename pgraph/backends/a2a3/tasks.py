@@ -302,15 +302,17 @@ class TaskEmitter:
     # ---- deps ----
     def dep_items(self, d: ir.Dispatch, ranges: dict[str, Interval]) -> list[DepItem]:
         items: list[DepItem] = []
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()  # merged entries: the planner counts them the same way
         for dep in d.deps:
+            key = ir.dep_dedup_key(self.c.p, dep)
+            if key is not None and key in seen:
+                continue
             if dep.kind is DepKind.CARRY:
                 st = self.c.carry_store[dep.target]
                 if st.size == 1:
-                    ref = f"{st.cname}[0]"
-                    if ref not in seen:
-                        seen.add(ref)
-                        items.append(DepItem(ref, False))
+                    assert key is not None
+                    seen.add(key)
+                    items.append(DepItem(f"{st.cname}[0]", False))
                     continue
                 j = self.c.local_name("slot", {self.c.var(v) for v in ranges})
                 span = dep.span
@@ -321,9 +323,10 @@ class TaskEmitter:
             if is_single(ts):
                 ref = st.cname if st.kind == "local" else f"{st.cname}[0]"
                 cond = self.single_condition(dep, ts, ranges)
-                if cond == "0" or (ref in seen and cond is None):
+                if cond == "0":
                     continue
-                seen.add(ref)
+                if key is not None:
+                    seen.add(key)
                 items.append(DepItem(ref, st.valid, cond=cond))
                 continue
             items.append(self.array_item(dep, ts, st.cname, ranges))
