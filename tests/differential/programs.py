@@ -24,7 +24,7 @@ import itertools
 import math
 import random
 from collections.abc import Iterator, Sequence
-from typing import Protocol, TypeVar, Union
+from typing import Protocol, TypeVar
 
 import attrs
 
