@@ -75,6 +75,10 @@ RULES: dict[str, Rule] = _rules(
     ("PG035", "interleave-content", E, "an `interleave` block holds a scope, a loop or another interleave block"),
     ("PG036", "flag-misuse", E, "`sync_start` on a task that is not an SPMD grid (error), or a flag given twice (warning)"),
     ("PG037", "tensor-scope-closed", E, "a tensor is used outside the scope that allocates it (its buffer is freed there)"),
+    ("PG038", "runtime-dim", E, "a `runtime` tensor dimension or `dim(...)` is used where a value must be fixed when "
+     "the spec is planned, or `dim` names no tensor dimension"),
+    ("PG039", "kernel-table", E, "a `kernels` table mixes signatures, or a call's kernel index is missing, leaves the "
+     "table or varies across the blocks of one task"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),

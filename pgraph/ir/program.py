@@ -62,6 +62,13 @@ class Tensor:
     loops: tuple[int, ...] = ()
     #: where each dimension of the shape is written (for diagnostics)
     dim_spans: tuple[Span, ...] = attrs.field(default=(), eq=False)
+    #: per dimension, True when it is read at run time (`runtime EXPR`; `shape` holds EXPR,
+    #: the planning value); () when every dimension is a constant
+    runtime: tuple[bool, ...] = ()
+
+    def is_runtime(self, axis: int) -> bool:
+        """True when dimension `axis` is read from the orchestration tensor at run time."""
+        return bool(self.runtime) and self.runtime[axis]
 
     @property
     def numel(self) -> int:
@@ -108,13 +115,35 @@ class Param:
 
 @attrs.frozen
 class Kernel:
-    """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids)."""
+    """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids).
+
+    `alias_of` names the kernel whose body this one shares (`kernel B = A`: same core and
+    parameters, its own name, func id and source; pypto outlines one function per call site,
+    so byte-identical bodies still get separate fids); `includes` are the extra include
+    directories of an extern kernel (kernel_config.py `extra_include_dirs`).
+    """
 
     name: str
     core: Core
     source: str | None
     params: tuple[Param, ...]
     extern: bool
+    span: Span
+    alias_of: str | None = None
+    includes: tuple[str, ...] = ()
+
+    @property
+    def body(self) -> str:
+        """The kernel whose body this one runs: its own name, or the kernel it aliases."""
+        return self.alias_of or self.name
+
+
+@attrs.frozen
+class KernelTable:
+    """`kernels NAME = [A, B, ...]`: kernels a call selects per task (`call NAME[index](...)`)."""
+
+    name: str
+    members: tuple[str, ...]
     span: Span
 
 
@@ -300,6 +329,12 @@ class Dispatch:
     #: id of the `interleave` block it was declared in (submission round-robin), else None
     interleave: int | None = None
     call: CallSite | None = None
+    #: `call TABLE[index](...)`: the table and the index (an expression of loop and task
+    #: indices); `kernel` is then the table's first member, whose signature every member shares
+    kernel_table: str | None = None
+    kernel_index: Expr | None = None
+    #: tensors passed but neither read nor written (`untouched a, b`), with where each is named
+    untouched: tuple[tuple[str, Span], ...] = ()
 
     @property
     def task_count(self) -> int:
@@ -388,6 +423,13 @@ class Program:
     target_items: tuple[Setting, ...] = ()
     cost_items: tuple[Setting, ...] = ()
     interleaves: tuple[InterleaveBlock, ...] = ()
+    kernel_tables: dict[str, KernelTable] = attrs.field(factory=dict)
+
+    def kernels_of(self, d: Dispatch) -> tuple[str, ...]:
+        """Every kernel `d` may call: its table's members, or its one kernel (() for a dummy)."""
+        if d.kernel_table is not None:
+            return self.kernel_tables[d.kernel_table].members
+        return (d.kernel,) if d.kernel is not None else ()
 
     def dispatch(self, name: str) -> Dispatch:
         """The dispatch called `name` (KeyError if none)."""

@@ -169,6 +169,19 @@ def _zeros(expr: Expr) -> dict[str, int]:
     return {name: 0 for name in free_vars(expr)}
 
 
+def kernel_at(p: ir.Program, d: ir.Dispatch, env: Env) -> str | None:
+    """The kernel task `d` calls at loop/task index values `env` (a `kernels` table: its member
+    at the evaluated index); None for a dummy. Raises EvalError, or IndexError when the index
+    leaves the table (PG039 reports it before any backend runs)."""
+    if d.kernel_table is None or d.kernel_index is None:
+        return d.kernel
+    members = p.kernel_tables[d.kernel_table].members
+    i = evaluate(d.kernel_index, env)
+    if not 0 <= i < len(members):
+        raise IndexError(f"kernel table '{d.kernel_table}' has {len(members)} entries, index {i}")
+    return members[i]
+
+
 # ---- names and buffers ---------------------------------------------------------------
 
 

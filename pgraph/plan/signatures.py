@@ -71,11 +71,20 @@ class SignaturesCheck(ProgramCheck):
         for arg in d.args:
             if arg.region is not None:
                 by_root.setdefault(root(p, arg.region.tensor), arg)
+        untouched = {root(p, name): span for name, span in d.untouched}
+        for name, span in d.untouched:
+            if root(p, name) not in by_root:
+                bag.add("PG010", f"'{name}' is marked untouched but is not passed to '{kernel.name}'", span,
+                        hint="`untouched` names arguments of the call that the kernel neither reads nor writes")
         for acc in d.accesses:
             if not acc.explicit:
                 continue
             bound = by_root.get(root(p, acc.region.tensor))
-            if bound is None:
+            if root(p, acc.region.tensor) in untouched:
+                bag.add("PG010", f"'{acc.region.tensor}' is marked untouched, but the task {ACCESS_VERB[acc.kind]}",
+                        acc.span, [Note("marked untouched here", untouched[root(p, acc.region.tensor)])],
+                        hint="drop it from `untouched`, or drop the access clause")
+            elif bound is None:
                 bag.add("PG010", f"the task accesses '{acc.region.tensor}' but does not pass it to '{kernel.name}'",
                         acc.span, hint="a kernel touches only the tensors it is passed")
             elif acc.kind not in DIRECTION_ACCESSES[bound.param.direction]:
