@@ -164,4 +164,4 @@ def alloc_node(ex: Expander, buffer: BufferKey) -> int | None:
     t = ex.p.tensors[buffer[0]]
     if t.storage is not Storage.ALLOC or t.scope is None:
         return None
-    return ex.alloc_of.get((t.scope, t.loops, buffer[1]))
+    return ex.alloc_of.get((t.scope, ir.alloc_group(ex.p, t), t.loops, buffer[1]))

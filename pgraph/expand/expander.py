@@ -51,11 +51,11 @@ class Expander:
         self.loops = {lp.id: lp for lp in program.loops}
         self.scope_loops = scope_loops(program)
         self.g.scope_loops = self.scope_loops
-        self.alloc_of: dict[tuple[int, tuple[int, ...], tuple[int, ...]], int] = {}
-        self.alloc_groups: dict[tuple[int, tuple[int, ...]], list[ir.Tensor]] = {}
+        self.alloc_of: dict[tuple[int, int, tuple[int, ...], tuple[int, ...]], int] = {}
+        self.alloc_groups: dict[tuple[int, int, tuple[int, ...]], list[ir.Tensor]] = {}
         for t in program.tensors.values():
             if t.storage is Storage.ALLOC and t.scope is not None:
-                self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
+                self.alloc_groups.setdefault((t.scope, ir.alloc_group(program, t), t.loops), []).append(t)
         self.reported: set[tuple[str, str, int, int]] = set()
         self.scope_chains: dict[int, set[int]] = {}
 
@@ -109,29 +109,32 @@ class Expander:
         return {self.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
 
     def open_allocs(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> None:
-        """Emit the alloc tasks a task needs first: one per (heap scope, loop iteration) group.
+        """Emit the alloc tasks a task needs first: one per (heap scope, group, loop iteration).
 
-        Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); a
-        tensor declared in an `unscoped` or manual-scope loop is allocated once per iteration
-        in the enclosing scope. A group of n tensors is ceil(n / alloc_batch) alloc tasks,
-        counted here as one instance with `blocks` = that task count.
+        Allocations are hoisted to the top of their scope (pypto EmitBatchedAllocTensors); the
+        buffers declared in a manual scope are a batch of their own, allocated in the enclosing
+        scope just before the manual scope opens (`ir.alloc_group`), so they are opened by the
+        first task inside that manual scope. A tensor declared in an `unscoped` or manual-scope
+        loop is allocated once per iteration in the enclosing scope. A group of n tensors is
+        ceil(n / alloc_batch) alloc tasks, counted here as one instance with `blocks` = that
+        task count.
         """
         chain = self.scope_chains.get(d.scope)
         if chain is None:
             chain = self.scope_chains[d.scope] = set(self.p.ancestors(d.scope))
-        for (sid, loops), tensors in self.alloc_groups.items():
-            if sid not in chain or any(lid not in iters_by_loop for lid in loops):
+        for (sid, group, loops), tensors in self.alloc_groups.items():
+            if group not in chain or any(lid not in iters_by_loop for lid in loops):
                 continue
-            key = (sid, loops, tuple(iters_by_loop[lid] for lid in loops))
+            key = (sid, group, loops, tuple(iters_by_loop[lid] for lid in loops))
             if key in self.alloc_of:
                 continue
             node = len(self.g.instances)
-            label = f"alloc@scope{sid}" + iters_label(self.p, loops, key[2])
+            label = f"alloc@scope{group}" + iters_label(self.p, loops, key[3])
             tasks = -(-len(tensors) // self.p.target["alloc_batch"])
             w = 1
             for lid in loops:
                 w *= self.g.loop_weight(lid, iters_by_loop[lid])
-            self.g.instances.append(Instance(node, f"alloc@scope{sid}", TaskKind.ALLOC, key[2], (), w, sid, tasks,
+            self.g.instances.append(Instance(node, f"alloc@scope{group}", TaskKind.ALLOC, key[3], (), w, sid, tasks,
                                              label, loops))
             self.g.alloc_info[node] = (sid, loops, tuple(tensors))
             self.g.graph.add_node(node)

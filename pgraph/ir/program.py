@@ -454,6 +454,17 @@ class Program:
         raise KeyError(name)
 
 
+def alloc_group(p: Program, t: Tensor) -> int:
+    """The batch an allocated tensor belongs to, named by a scope id: the manual scope it is
+    declared in (pypto emits a manual scope's creates as their own `alloc_tensors` batch in the
+    enclosing scope, just before the MANUAL header: runtime_and_orchestration.md §2.2, and the
+    decode's per-layer alloc_1 / alloc_2, ABI reference §2.2), else its heap scope."""
+    d = t.declared_scope
+    if d is not None and t.scope is not None and d != t.scope and p.scopes[d].mode is ScopeMode.MANUAL:
+        return d
+    return t.scope if t.scope is not None else 0
+
+
 def scope_chain(scopes: Sequence[Scope], scope: int) -> list[int]:
     """`scope` and its enclosing scopes in `scopes` (indexed by id), innermost first."""
     out = []

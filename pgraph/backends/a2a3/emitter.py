@@ -127,7 +127,8 @@ class Emitter:
     # ---- blocks ----
     def scope_body(self, node: Node, path: Path) -> None:
         sid = node.num
-        self.allocations(sid)
+        if self.c.p.scopes[sid].mode is not ScopeMode.MANUAL:  # a manual scope's batch precedes its header
+            self.allocations(sid)
         for t in self.c.p.tensors.values():
             if t.storage is Storage.VIEW and t.scope == sid:
                 self.view_decl(t, self.c.w)
@@ -166,6 +167,8 @@ class Emitter:
                 s = self.c.p.scopes[child.num]
                 self.c.w.blank()
                 where = f"{PurePath(s.span.filename).name}:{s.span.line}"
+                if s.mode is ScopeMode.MANUAL:
+                    self.allocations(child.num)  # its buffers: a batch of the enclosing scope, just before it
                 self.c.w.comment(f"{s.mode} scope ({where}): depth {s.depth}, ring {s.ring}")
                 header = "PTO2_SCOPE(PTO2ScopeMode::MANUAL)" if s.mode is ScopeMode.MANUAL else "PTO2_SCOPE()"
                 with self.c.w.block(header):
@@ -274,12 +277,18 @@ class Emitter:
         self.c.w.line(f"for (int64_t i = 0; i < {size}; ++i) {cname}[i] = PTO2TaskId::invalid();")
 
     # ---- tensors ----
-    def allocations(self, sid: int) -> None:
-        tensors = [t for t in self.c.p.tensors.values() if t.storage is Storage.ALLOC and t.scope == sid]
+    def allocations(self, group: int) -> None:
+        """The `alloc_tensors` batches of one allocation group (`ir.alloc_group`): a scope's own
+        buffers at its top, a manual scope's buffers in the enclosing scope before its header."""
+        p = self.c.p
+        tensors = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and ir.alloc_group(p, t) == group]
         if not tensors:
             return
-        s = self.c.p.scopes[sid]
-        self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}")
+        sid = tensors[0].scope
+        assert sid is not None
+        s = p.scopes[sid]
+        whose = "" if group == sid else f" (declared in the manual scope at line {p.scopes[group].span.line})"
+        self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}{whose}")
         batch = self.c.p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
         for i in range(0, len(tensors), batch):
             group = tensors[i:i + batch]
