@@ -15,7 +15,7 @@ import attrs
 
 from pgraph.expr import Compiled, EvalError, Expr, compile_expr, evaluate, free_vars, substitute
 from pgraph.ir import program as ir
-from pgraph.kinds import CarryKind, DimKind, Storage
+from pgraph.kinds import CarryKind, DimKind, Storage, TaskKind
 
 Box = tuple[tuple[int, int], ...]
 BufferKey = tuple[str, tuple[int, ...]]
@@ -167,6 +167,55 @@ def region_shape(region: ir.RegionRef, shape: tuple[int, ...]) -> list[int] | No
 
 def _zeros(expr: Expr) -> dict[str, int]:
     return {name: 0 for name in free_vars(expr)}
+
+
+def submission_order(p: ir.Program) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+    """Every task of `p` in submission order, with its loop and task index values, every loop
+    iteration expanded (no regions are evaluated: this is cheap even for 40 layers).
+
+    The order is the expander's (`pgraph.expand.expander.Expander.expand_seq`): dispatches in
+    program order, each scope-level loop iteration by iteration, an `interleave` block group by
+    group and index by index, and an empty SPMD grid submitting nothing.
+    """
+    loops = {lp.id: lp for lp in p.loops}
+
+    def seq(ds: list[ir.Dispatch], depth: int, env: dict[str, int]) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+        i = 0
+        while i < len(ds):
+            d = ds[i]
+            if len(d.loops) > depth:
+                lid = d.loops[depth]
+                j = i
+                while j < len(ds) and len(ds[j].loops) > depth and ds[j].loops[depth] == lid:
+                    j += 1
+                axis = loops[lid].axis
+                for v in range(axis.lo, axis.hi):
+                    yield from seq(ds[i:j], depth + 1, {**env, axis.var: v})
+                i = j
+            elif d.interleave is not None:
+                j = i
+                while j < len(ds) and ds[j].interleave == d.interleave:
+                    j += 1
+                for group in ir.interleave_groups(ds[i:j]):
+                    for index in axis_values(group[0].task_axes):
+                        for member in group:
+                            if member.kind is not TaskKind.SPMD or member.block_count:
+                                yield member, {**env, **{a.var: x for a, x in zip(member.task_axes, index)}}
+                i = j
+            else:
+                if d.kind is not TaskKind.SPMD or d.block_count:
+                    for index in axis_values(d.task_axes):
+                        yield d, {**env, **{a.var: x for a, x in zip(d.task_axes, index)}}
+                i += 1
+
+    yield from seq(list(p.dispatches), 0, {})
+
+
+def instance_env(p: ir.Program, d: ir.Dispatch, iters: Sequence[int], index: Sequence[int]) -> dict[str, int]:
+    """Loop and task index values of the task of `d` at loop iterations `iters`, task index `index`."""
+    env = {p.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
+    env.update({a.var: v for a, v in zip(d.task_axes, index)})
+    return env
 
 
 def kernel_at(p: ir.Program, d: ir.Dispatch, env: Env) -> str | None:

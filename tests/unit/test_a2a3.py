@@ -11,13 +11,15 @@ graph come from the reference tables (qwen3_14b_decode_layer.md §2.4), not from
 
 from __future__ import annotations
 
-import ast
+import enum
+import importlib.util
 import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+import types
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from pgraph.cli import main, overrides_text
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import expand
 from pgraph.ir.instances import InstanceGraph
+from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.ir.program import Program
 from pgraph.pipeline import Options, compile_program, plan_program
 from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
@@ -69,7 +72,8 @@ def runtime_objects(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def args_file(program: Program) -> str:
-    """Driver input: the external tensors in orch_args order, then the scalars (value 16)."""
+    """Driver input: the external tensors in orch_args order (their planning shapes), then the
+    scalars (value 16)."""
     lines = []
     ext = sorted((t for t in program.tensors.values() if t.storage == "external"), key=lambda t: t.arg_index or 0)
     for t in ext:
@@ -78,7 +82,8 @@ def args_file(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], work: Path) -> str:
+def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], work: Path,
+                    args: str | None = None) -> str:
     """Compile the generated .cpp with -Wall -Werror, link with the recorder, run; the record text."""
     cpp_rel = next(k for k in files if k.endswith(".cpp"))
     src = work / Path(cpp_rel).name
@@ -87,7 +92,7 @@ def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], w
     gxx = require_tool("g++")
     subprocess.run([gxx, *CXXFLAGS, "-I", str(CPP), "-c", str(src), "-o", str(obj)], check=True)
     subprocess.run([gxx, str(obj), *map(str, objs), "-o", str(exe)], check=True)
-    (work / "args.txt").write_text(args_file(program))
+    (work / "args.txt").write_text(args if args is not None else args_file(program))
     run = subprocess.run([str(exe), str(work / "args.txt"), str(work / "record.txt")], capture_output=True, text=True)
     record = (work / "record.txt").read_text() if (work / "record.txt").exists() else ""
     assert run.returncode == 0, (run.returncode, run.stderr, [ln for ln in record.splitlines() if ln.startswith("fatal")])
@@ -97,14 +102,37 @@ def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], w
 # ---- the record ------------------------------------------------------------------------------
 
 
+@attrs.frozen
+class ArgRec:
+    """One recorded tensor argument (or alloc output): tag, buffer address, start offset (elements),
+    DataType value, shape and strides."""
+
+    tag: str
+    addr: int
+    offset: int
+    dtype: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
 @attrs.define
 class Rec:
-    """A parsed record: scopes, tasks (dicts), per-task args, edges {(pred, succ): flags}."""
+    """A parsed record: scopes, tasks (dicts), per-task args / scalars / deps / alloc outputs,
+    edges {(pred, succ): flags}."""
 
     scopes: dict[int, tuple[int, int, str, int]]
     tasks: list[dict[str, object]]
-    args: dict[int, list[tuple[str, int, int, tuple[int, ...]]]]
+    args: dict[int, list[ArgRec]]
     edges: dict[tuple[int, int], int]
+    scalars: dict[int, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+    deps: dict[int, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+    outs: dict[int, list[ArgRec]] = attrs.field(factory=lambda: defaultdict(list))
+
+
+def _arg_rec(f: list[str]) -> ArgRec:
+    nd = int(f[5])
+    return ArgRec(f[2], int(f[3]), int(f[4]), int(f[6]), tuple(int(x) for x in f[7:7 + nd]),
+                  tuple(int(x) for x in f[7 + nd:7 + 2 * nd]))
 
 
 def parse_record(text: str) -> Rec:
@@ -122,20 +150,61 @@ def parse_record(text: str) -> Rec:
                     row[k] = int(row[k])  # type: ignore[arg-type]
             rec.tasks.append(row)
         elif f[0] == "arg":
-            nd = int(f[5])
-            rec.args[int(f[1])].append((f[2], int(f[3]), int(f[4]), tuple(int(x) for x in f[6:6 + nd])))
+            rec.args[int(f[1])].append(_arg_rec(f))
+        elif f[0] == "out":
+            rec.outs[int(f[1])].append(_arg_rec(f))
+        elif f[0] == "scalar":
+            rec.scalars[int(f[1])].append(int(f[3]))
+        elif f[0] == "dep":
+            rec.deps[int(f[1])].append(int(f[3]))
         elif f[0] == "edge":
             rec.edges[(int(f[1]), int(f[2]))] = int(f[3])
     return rec
 
 
-def kernel_names(config_text: str) -> dict[int, tuple[str, str]]:
-    """func_id -> (kernel name, core_type) from kernel_config.py (a Python literal file)."""
-    tree = ast.parse(config_text)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "KERNELS":
-            return {k["func_id"]: (k["name"], k["core_type"]) for k in ast.literal_eval(node.value)}
-    raise AssertionError("no KERNELS in kernel_config.py")
+class ArgDirection(enum.Enum):
+    """Stand-in for simpler's `simpler.task_interface.ArgDirection` (IN, OUT, INOUT), which the
+    generated kernel_config.py imports as `_D`; simpler itself is not installed for the tests."""
+
+    IN = "IN"
+    OUT = "OUT"
+    INOUT = "INOUT"
+
+
+def load_kernel_config(path: Path) -> types.ModuleType:
+    """Load a kernel_config.py the way pypto's `compile_and_assemble` does (importlib, as a module),
+    with a stub `simpler.task_interface` providing ArgDirection."""
+    simpler = types.ModuleType("simpler")
+    task_interface = types.ModuleType("simpler.task_interface")
+    task_interface.ArgDirection = ArgDirection  # type: ignore[attr-defined]
+    simpler.task_interface = task_interface  # type: ignore[attr-defined]
+    saved = {k: sys.modules.get(k) for k in ("simpler", "simpler.task_interface")}
+    sys.modules["simpler"], sys.modules["simpler.task_interface"] = simpler, task_interface
+    try:
+        spec = importlib.util.spec_from_file_location(f"kernel_config_{abs(hash(str(path)))}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def config_module(files: dict[str, str], work: Path) -> types.ModuleType:
+    """Write a build's files under `work` and load its kernel_config.py."""
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    return load_kernel_config(work / "kernel_config.py")
+
+
+def kernel_names(module: types.ModuleType) -> dict[int, tuple[str, str]]:
+    """func_id -> (kernel_config name, core_type) of a loaded kernel_config.py."""
+    return {k["func_id"]: (k["name"], k["core_type"]) for k in module.KERNELS}
 
 
 # ---- comparison with pgraph ------------------------------------------------------------------
@@ -149,16 +218,19 @@ def full_graph(spec: Path, **kw: object) -> tuple[Program, InstanceGraph]:
     return program, expand(program, full=True)
 
 
-def merge_allocs(rec: Rec) -> list[int]:
-    """Recorded task index -> merged index (consecutive alloc batches of one scope become one)."""
-    out, n = [], -1
-    prev: dict[str, object] | None = None
-    for t in rec.tasks:
-        same = prev is not None and t["kind"] == "alloc" and prev["kind"] == "alloc" and t["scope"] == prev["scope"]
-        if not same:
-            n += 1
-        out.append(n)
-        prev = t
+def merge_allocs(rec: Rec, g: InstanceGraph) -> list[int]:
+    """Recorded task index -> pgraph instance index: an alloc instance standing for k
+    `alloc_tensors` calls (its `blocks`) takes the next k recorded alloc tasks."""
+    out: list[int] = []
+    i = 0
+    for inst in g.instances:
+        n = max(inst.blocks, 1) if inst.kind == "alloc" else 1
+        for _ in range(n):
+            assert i < len(rec.tasks), f"the record ends before {inst.label}"
+            assert (rec.tasks[i]["kind"] == "alloc") == (inst.kind == "alloc"), (i, inst.label, rec.tasks[i])
+            out.append(inst.id)
+            i += 1
+    assert i == len(rec.tasks), f"{len(rec.tasks) - i} recorded task(s) beyond pgraph's graph"
     return out
 
 
@@ -168,7 +240,7 @@ TAG = {"in": "INPUT", "out": "OUTPUT_EXISTING", "inout": "INOUT", "atomic_add": 
 
 def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tuple[str, str]]) -> None:
     """Assert the recorded graph equals pgraph's instance graph."""
-    merged = merge_allocs(rec)
+    merged = merge_allocs(rec, g)
     first = {}
     for i, m in enumerate(merged):
         first.setdefault(m, i)
@@ -187,24 +259,27 @@ def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tup
         assert t["blocks"] == inst.blocks, where
         if kind == "dummy":
             continue
-        core = program.kernels[d.kernel].core  # type: ignore[index]
+        kname = kernel_at(program, d, instance_env(program, d, inst.iters, inst.index))
+        assert kname is not None
+        core = program.kernels[kname].core
         ids = (t["aic"], t["aiv0"], t["aiv1"])
         want = {"aic": ("aic", None, None), "aiv": (None, "aiv", None), "mix": ("aic", "aiv", "aiv")}[core]
         for fid, part in zip(ids, want, strict=True):
             assert (fid == -1) == (part is None), (where, ids)
             if part is not None:
-                assert kernels[fid] == (d.kernel, part), (where, kernels[fid])  # type: ignore[index]
+                name = f"{kname}_{part}" if core == "mix" else kname
+                assert kernels[fid] == (name, part), (where, kernels[fid])  # type: ignore[index]
         assert (bool(t["early"]), bool(t["sync"])) == (d.early, d.sync_start), where
         got = rec.args[first[inst.id]]
         boxes = g.args[inst.id]
         assert len(got) == len(boxes), where
-        for (tag, addr, offset, shape), box in zip(got, boxes, strict=True):
+        for a, box in zip(got, boxes, strict=True):
             tshape = program.tensors[box.tensor].shape
             strides = [math.prod(tshape[i + 1:]) for i in range(len(tshape))]
             want_off = sum(lo * s for (lo, _), s in zip(box.box, strides, strict=True))
             want_shape = tuple(hi - lo for lo, hi in box.box)
-            assert (tag, offset, shape) == (TAG[box.param.direction], want_off, want_shape), (where, box.param.name)
-            assert buffers.setdefault(box.buffer, addr) == addr, (where, box.param.name)
+            assert (a.tag, a.offset, a.shape) == (TAG[box.param.direction], want_off, want_shape), (where, box.param.name)
+            assert buffers.setdefault(box.buffer, a.addr) == a.addr, (where, box.param.name)
     assert len(set(buffers.values())) == len(buffers), "two pgraph buffers share one runtime buffer"
     want_edges = {}
     entries: Counter[int] = Counter()
@@ -231,7 +306,7 @@ def record_for(spec: Path, objs: list[Path], work: Path, **kw: object) -> tuple[
     files = build_files(spec, **kw)
     program, g = full_graph(spec, **kw)
     rec = parse_record(compile_and_run(files, program, objs, work))
-    kernels = kernel_names(files["kernel_config.py"])
+    kernels = kernel_names(config_module(files, work / "out"))
     compare(program, g, rec, kernels)
     return rec, kernels
 

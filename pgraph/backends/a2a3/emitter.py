@@ -22,7 +22,7 @@ from pgraph.kinds import CarryKind, ScopeMode, Storage, TaskKind
 
 from .cexpr import FLOOR_HELPERS, add, mul, sub
 from .context import Context
-from .dtypes import DTYPES, spelling, verified
+from .dtypes import DTYPES, spelling
 from .layout import Node, Path, is_single
 from .tasks import TaskEmitter, axis_range, tile_index
 from .writer import Writer
@@ -93,6 +93,14 @@ class Emitter:
                 unused.append(c)
         for c in unused:
             w.line(f"(void){c};")
+        dims = sorted(set().union(*(pr.dims_used for pr in self.c.printers)), key=lambda td: (
+            self.c.p.tensors[td[0]].arg_index or 0, td[1]))
+        if dims:
+            w.comment("Dimensions read at run time (`runtime` in the spec: planned at the declared value)")
+        for tname, axis in dims:
+            t = self.c.p.tensors[tname]
+            w.line(f"const int64_t {self.c.dim_c[(tname, axis)]} = (int64_t)orch_args.tensor({t.arg_index})"
+                   f".ref().shapes[{axis}];  // planned as {t.shape[axis]}")
         views = [t for t in self.c.p.tensors.values() if t.storage is Storage.VIEW and t.scope is None]
         for t in views:
             self.view_decl(t, w)
@@ -297,9 +305,8 @@ class Emitter:
                 c = self.c.tensor_c[t.name]
                 ci = self.c.unique_name(f"{c}_ci")
                 dims = ", ".join(str(x) for x in t.shape)
-                note = "" if verified(t.dtype) else "  // unverified DataType spelling"
                 self.c.w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{dims}}};")
-                self.c.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});{note}")
+                self.c.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});")
                 cis.append(ci)
             k = self.c.alloc_counter
             self.c.alloc_counter += 1
