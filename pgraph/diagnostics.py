@@ -79,6 +79,8 @@ RULES: dict[str, Rule] = _rules(
      "the spec is planned, or `dim` names no tensor dimension"),
     ("PG039", "kernel-table", E, "a `kernels` table mixes signatures, or a call's kernel index is missing, leaves the "
      "table or varies across the blocks of one task"),
+    ("PG040", "block-scalar", E, "a scalar argument uses an SPMD block index: one task passes one argument payload to "
+     "every block"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),

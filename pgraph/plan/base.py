@@ -90,8 +90,13 @@ class Plan:
         return bool(inst.loops) and inst.loops[0] == self.layer_loop and inst.iters[0] == self._rep
 
     def reported(self, inst: Instance) -> bool:
-        """Instances per-layer reports show: the representative layer, plus tasks outside every loop."""
-        return self.in_layer(inst) or (inst.kind is not TaskKind.ALLOC and not inst.loops)
+        """Instances per-layer reports show: the representative layer, plus tasks outside the layer
+        loop (of another loop, such as copy_hidden's one-trip loop, its first iteration)."""
+        if self.in_layer(inst):
+            return True
+        if inst.kind is TaskKind.ALLOC or self.layer_loop in inst.loops:
+            return False
+        return all(it == self.program.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters))
 
 
 def layer_share(plan: Plan, inst: Instance) -> int:
