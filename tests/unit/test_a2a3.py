@@ -33,8 +33,8 @@ from pgraph.cli import main, overrides_text
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import expand
 from pgraph.ir.instances import InstanceGraph
-from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.ir.program import Program
+from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.pipeline import Options, compile_program, plan_program
 from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
 

@@ -299,9 +299,9 @@ class Emitter:
         self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}{whose}")
         batch = self.c.p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
         for i in range(0, len(tensors), batch):
-            group = tensors[i:i + batch]
+            chunk = tensors[i:i + batch]
             cis = []
-            for t in group:
+            for t in chunk:
                 c = self.c.tensor_c[t.name]
                 ci = self.c.unique_name(f"{c}_ci")
                 dims = ", ".join(str(x) for x in t.shape)
@@ -311,7 +311,7 @@ class Emitter:
             k = self.c.alloc_counter
             self.c.alloc_counter += 1
             self.c.w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(cis)});")
-            for j, t in enumerate(group):
+            for j, t in enumerate(chunk):
                 self.c.w.line(f"const ChipTensor& {self.c.tensor_c[t.name]} = alloc_{k}.get_ref({j});")
                 self.c.declared(self.c.tensor_c[t.name])
         self.c.w.blank()

@@ -157,9 +157,9 @@ def py_literal(value: object, indent: int = 0) -> str:
 def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], orch_source: str) -> str:
     """The text of kernel_config.py; `header` lines become `#` comments after the title line."""
     kernels: list[dict[str, object]] = []
-    for fid, name, core in ids.parts:
-        k = program.kernels[name]
-        part = ids.part_name(name, core)
+    for fid, kname, core in ids.parts:
+        k = program.kernels[kname]
+        part = ids.part_name(kname, core)
         entry: dict[str, object] = {"func_id": fid, "name": part, "source": kernel_source(k, core, part),
                                     "core_type": core}
         if k.extern:

@@ -350,7 +350,7 @@ class GuardedTensor:
                 local.append(slice(None) if isinstance(k, slice) else 0)
         part = self[tuple(bound)]
         squeezed = tuple(x for x, k in zip(local, keys, strict=True) if not isinstance(k, (int, np.integer)))
-        return part[squeezed]
+        return part[squeezed]  # type: ignore[index]
 
     def __setitem__(self, key: object, value: object) -> None:
         box, dropped = self._select(key)
@@ -363,6 +363,6 @@ class GuardedTensor:
         target[...] = np.broadcast_to(np.asarray(value), target.reshape(
             tuple(n for d, n in enumerate(target.shape) if d not in dropped)).shape).reshape(target.shape)
 
-    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
         out = self[...]
         return out if dtype is None else out.astype(dtype)
