@@ -120,8 +120,8 @@ def orchestration_signature(p: ir.Program) -> list[Code]:
                 reads.add(t.root)
     out = []
     for t in sorted((t for t in p.tensors.values() if t.storage is Storage.EXTERNAL), key=lambda t: t.arg_index or 0):
-        d = "INOUT" if t.name in writes and t.name in reads else "OUT" if t.name in writes else "IN"
-        out.append(Code(f"_D.{d}"))
+        direction = "INOUT" if t.name in writes and t.name in reads else "OUT" if t.name in writes else "IN"
+        out.append(Code(f"_D.{direction}"))
     return out
 
 
