@@ -100,7 +100,7 @@ class Emitter:
         for tname, axis in dims:
             t = self.c.p.tensors[tname]
             w.line(f"const int64_t {self.c.dim_c[(tname, axis)]} = (int64_t)orch_args.tensor({t.arg_index})"
-                   f".ref().shapes[{axis}];  // planned as {t.shape[axis]}")
+                   f".ref().shapes[{axis}];")
         views = [t for t in self.c.p.tensors.values() if t.storage is Storage.VIEW and t.scope is None]
         for t in views:
             self.view_decl(t, w)

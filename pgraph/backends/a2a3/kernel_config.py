@@ -61,6 +61,12 @@ class FuncIds:
             kernel = kernel_at(program, d, env)
             if kernel is not None and kernel not in self.by_kernel:
                 self._assign(kernel)
+        # a dispatch that submits nothing (an empty wave) still names its kernel in the C++ (in a
+        # loop that never runs): such kernels come last, in program order
+        for d in program.dispatches:
+            for kernel in program.kernels_of(d):
+                if kernel not in self.by_kernel and d.kernel_table is None:
+                    self._assign(kernel)
 
     def _assign(self, kernel: str) -> None:
         core = self.program.kernels[kernel].core
