@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import enum
+import importlib.util
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -64,3 +68,35 @@ def numpy_session(spec: Path, options: Options, **kw: object):
     plan, bag = plan_program(spec, attrs.evolve(options, full=True))
     assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
     return Session.create(plan, **kw)  # type: ignore[arg-type]
+
+
+class ArgDirection(enum.Enum):
+    """Stand-in for simpler's `simpler.task_interface.ArgDirection` (IN, OUT, INOUT), which the
+    generated kernel_config.py imports as `_D`; simpler itself is not installed for the tests."""
+
+    IN = "IN"
+    OUT = "OUT"
+    INOUT = "INOUT"
+
+
+def load_kernel_config(path: Path) -> types.ModuleType:
+    """Load a kernel_config.py the way pypto's `compile_and_assemble` does (importlib, as a module),
+    with a stub `simpler.task_interface` providing ArgDirection."""
+    simpler = types.ModuleType("simpler")
+    task_interface = types.ModuleType("simpler.task_interface")
+    task_interface.ArgDirection = ArgDirection  # type: ignore[attr-defined]
+    simpler.task_interface = task_interface  # type: ignore[attr-defined]
+    saved = {k: sys.modules.get(k) for k in ("simpler", "simpler.task_interface")}
+    sys.modules["simpler"], sys.modules["simpler.task_interface"] = simpler, task_interface
+    try:
+        spec = importlib.util.spec_from_file_location(f"kernel_config_{abs(hash(str(path)))}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v

@@ -59,7 +59,7 @@ EXTERNAL: list[tuple[str, int, tuple[int, ...]]] = [
     ("post_rms_weight", F32, (LAYERS, HIDDEN)),
     ("out", BF16, (BATCH, HIDDEN)),
 ]
-assert 28180480 == LAYERS * CACHE_ROWS and 204800 == LAYERS * HIDDEN and 696320 == LAYERS * INTER
+assert LAYERS * CACHE_ROWS == 28180480 and LAYERS * HIDDEN == 204800 and LAYERS * INTER == 696320
 
 #: §2.1 alloc_0 and §2.2 alloc_1 / alloc_2: (name, DataType value, shape) in get_ref order
 ALLOC0 = [("pa_metadata", U8, (27840,)), ("pa_workspace", U8, (66132544,)), ("cur", F32, (BATCH, HIDDEN)),

@@ -12,8 +12,6 @@ graph come from the reference tables (qwen3_14b_decode_layer.md §2.4), not from
 from __future__ import annotations
 
 import ast
-import enum
-import importlib.util
 import math
 import os
 import re
@@ -37,7 +35,7 @@ from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.pipeline import Options, compile_program, plan_program
-from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
+from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, ArgDirection, load_kernel_config, plan_ok, require_tool
 from tests.unit import abi_reference as abi
 
 CPP = ROOT / "tests" / "cpp"
@@ -162,38 +160,6 @@ def parse_record(text: str) -> Rec:
         elif f[0] == "edge":
             rec.edges[(int(f[1]), int(f[2]))] = int(f[3])
     return rec
-
-
-class ArgDirection(enum.Enum):
-    """Stand-in for simpler's `simpler.task_interface.ArgDirection` (IN, OUT, INOUT), which the
-    generated kernel_config.py imports as `_D`; simpler itself is not installed for the tests."""
-
-    IN = "IN"
-    OUT = "OUT"
-    INOUT = "INOUT"
-
-
-def load_kernel_config(path: Path) -> types.ModuleType:
-    """Load a kernel_config.py the way pypto's `compile_and_assemble` does (importlib, as a module),
-    with a stub `simpler.task_interface` providing ArgDirection."""
-    simpler = types.ModuleType("simpler")
-    task_interface = types.ModuleType("simpler.task_interface")
-    task_interface.ArgDirection = ArgDirection  # type: ignore[attr-defined]
-    simpler.task_interface = task_interface  # type: ignore[attr-defined]
-    saved = {k: sys.modules.get(k) for k in ("simpler", "simpler.task_interface")}
-    sys.modules["simpler"], sys.modules["simpler.task_interface"] = simpler, task_interface
-    try:
-        spec = importlib.util.spec_from_file_location(f"kernel_config_{abs(hash(str(path)))}", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
 
 
 def config_module(files: dict[str, str], work: Path) -> types.ModuleType:
@@ -531,7 +497,7 @@ def test_head_attention_applies_the_cache_base_once(head40: Rec) -> None:
             a = rec.args[j][slot]
             assert (a.addr, a.offset, a.shape) == ((1 << 48) + ((10 + slot) << 40), 0, (rows_total, abi.HEAD_DIM))
             first = a.offset // abi.HEAD_DIM + base
-            assert 0 <= first and first + abi.CACHE_ROWS <= rows_total, (i, slot)
+            assert first >= 0 and first + abi.CACHE_ROWS <= rows_total, (i, slot)
         doubled = i * abi.CACHE_ROWS + base      # a view at the layer's slab plus the same scalar
         assert (doubled + abi.CACHE_ROWS > rows_total) == (i >= 20), i
     assert rec.scalars[attention[39]][0] + abi.CACHE_ROWS == rows_total
@@ -546,9 +512,9 @@ def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
     cfg = config_module(files, tmp_path)
     assert cfg.RUNTIME_CONFIG == {"runtime": "tensormap_and_ringbuffer", "aicpu_thread_num": 0}
     assert cfg._ROOT_DIR.resolve() == tmp_path.resolve()
-    assert cfg.ORCHESTRATION == {"source": str(cfg._ROOT_DIR / "orchestration" / "decode_fwd_layers.cpp"),
+    assert {"source": str(cfg._ROOT_DIR / "orchestration" / "decode_fwd_layers.cpp"),
                                  "function_name": "aicpu_orchestration_entry",
-                                 "signature": [ArgDirection[d] for d in abi.ORCH_SIGNATURE]}
+                                 "signature": [ArgDirection[d] for d in abi.ORCH_SIGNATURE]} == cfg.ORCHESTRATION
     assert Path(cfg.ORCHESTRATION["source"]).is_file()
     assert [k["func_id"] for k in cfg.KERNELS] == list(range(37))
     for k in cfg.KERNELS:
