@@ -188,3 +188,24 @@ def test_kernel_sees_poison_outside_its_declared_reads(tmp_path: Path, monkeypat
     assert seen["x"][:4].tolist() == [0, 1, 2, 3] and np.isnan(seen["x"][4:]).all()
     dst = ex.storage[("dst", ())].array  # type: ignore[attr-defined]
     assert dst[:4].tolist() == [0, 2, 4, 6] and np.isnan(dst[4:]).all()
+
+
+def test_a_cache_view_plus_the_row_offset_faults_from_layer_one(tmp_path: Path) -> None:
+    """The attention adds cache_row_offset to the base of the caches it is passed (ABI reference
+    §3.3). Passing the layer's slab as a view *and* the offset applies the base twice: layer 0 is
+    still right (base 0), layer 1 reaches rows outside the slab the task declares, a KernelFault."""
+    spec = tmp_path / "double_base.pgl"
+    text = HEAD_SPEC.read_text(encoding="utf-8")
+    call = "attn_out_tnd, q_tnd, k_cache, v_cache, block_table,"
+    assert text.count(call) == 1
+    spec.write_text(text.replace(call, "attn_out_tnd, q_tnd, k_cache[L*CACHE_ROWS +: CACHE_ROWS, :] indirect(slot_mapping),"
+                                       " v_cache[L*CACHE_ROWS +: CACHE_ROWS, :] indirect(slot_mapping), block_table,")
+                    .replace('include "qwen3_14b.pgl"', f'include "{HEAD_SPEC.parent}/qwen3_14b.pgl"')
+                    .replace('include "decode_common.pgl"', f'include "{HEAD_SPEC.parent}/decode_common.pgl"'),
+                    encoding="utf-8")
+    small = str(HEAD_SPEC.parent / "configs" / "small.pgl")
+    one = numpy_session(spec, Options(config=small, layers=1))
+    assert one.execute("topo").ok
+    two = numpy_session(spec, Options(config=small, layers=2))
+    ex = two.execute("topo")
+    assert ex.fault is not None and "fa_fused@L=1" in ex.fault and "outside" in ex.fault
