@@ -5,8 +5,11 @@ File shape (pypto `GenerateOrchestration`, reference §2.1): header comments; in
 plus scalar parameters); `aicpu_orchestration_entry(const ChipTaskArgs&)` binding each external
 tensor (`orch_args.tensor(k).ref()`) and scalar (`from_u64`), then the body as nested
 `PTO2_SCOPE()` / `PTO2_SCOPE(PTO2ScopeMode::MANUAL)` blocks matching the spec's scopes.
-Allocations are hoisted to the top of the scope owning them (a manual scope's buffers belong
-to the enclosing scope already in the IR) and batched, at most 16 per `alloc_tensors`.
+Allocations are hoisted to the top of the scope owning them, and the buffers a manual scope
+declares are a batch of their own in the enclosing scope, just before the MANUAL header (pypto
+`EmitBatchedAllocTensors`); each batch is split into `alloc_tensors` calls of at most the
+target's `alloc_batch` (16 by default, pypto kMaxAllocTensorsArgs). The dimensions declared
+`runtime` that the body reads are read from the orchestration tensors at the entry.
 Scope-level loops and `parallel`/`tiles`/dummy index spaces stay C++ `for` loops, so a
 40-layer build has the size of a 2-layer one. Per-task blocks: `pgraph.backends.a2a3.tasks`.
 """
