@@ -204,8 +204,6 @@ def test_a_cache_view_plus_the_row_offset_faults_from_layer_one(tmp_path: Path) 
                     .replace('include "decode_common.pgl"', f'include "{HEAD_SPEC.parent}/decode_common.pgl"'),
                     encoding="utf-8")
     small = str(HEAD_SPEC.parent / "configs" / "small.pgl")
-    one = numpy_session(spec, Options(config=small, layers=1))
-    assert one.execute("topo").ok
-    two = numpy_session(spec, Options(config=small, layers=2))
-    ex = two.execute("topo")
-    assert ex.fault is not None and "fa_fused@L=1" in ex.fault and "outside" in ex.fault
+    ex = numpy_session(spec, Options(config=small, layers=2)).execute("topo")
+    # the run stops at the first fault: layer 0's attention ran, layer 1's left its slab
+    assert ex.fault is not None and ex.fault.startswith("fa_fused@L=1") and "outside" in ex.fault
