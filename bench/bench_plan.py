@@ -43,10 +43,10 @@ from pgraph.driver import Options, _overrides, plan_program, read_spec  # noqa: 
 from pgraph.ir.expand import expand  # noqa: E402
 from pgraph.ir.loader import load_program_files  # noqa: E402
 from pgraph.ir.lower import Lowerer  # noqa: E402
+from pgraph.plan.pipeline import PASSES  # noqa: E402
 
 from pgraph.diagnostics import DiagnosticBag  # noqa: E402
 from pgraph.plan.base import Plan  # noqa: E402
-from pgraph.plan.pipeline import PASSES  # noqa: E402
 
 SPEC = "specs/decode_layer.pgl"
 

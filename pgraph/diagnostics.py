@@ -64,8 +64,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG024", "view-size-mismatch", E, "a view's shape holds a different element count than its base"),
     ("PG025", "kernel-param-order", E, "a kernel declares a scalar before a tensor parameter"),
     ("PG026", "dep-out-of-range", E, "a dep selects a tile index outside the tile space"),
-    ("PG027", "wave-block-dep", E, "an SPMD task's deps or scalar arguments use an index that varies across its "
-                                   "blocks"),
+    ("PG027", "wave-block-dep", E, "an SPMD wave's deps use an index that varies across its blocks"),
     ("PG028", "missing-kernel-call", E, "a compute task has no `call`"),
     ("PG029", "carry-mismatch", E, "a loop carry mixes a task and a tensor, or tensors of different types"),
     ("PG030", "too-many-errors", N, "diagnostics were cut off after the first 100 errors"),
@@ -76,6 +75,12 @@ RULES: dict[str, Rule] = _rules(
     ("PG035", "interleave-content", E, "an `interleave` block holds a scope, a loop or another interleave block"),
     ("PG036", "flag-misuse", E, "`sync_start` on a task that is not an SPMD grid (error), or a flag given twice (warning)"),
     ("PG037", "tensor-scope-closed", E, "a tensor is used outside the scope that allocates it (its buffer is freed there)"),
+    ("PG038", "runtime-dim", E, "a `runtime` tensor dimension or `dim(...)` is used where a value must be fixed when "
+     "the spec is planned, or `dim` names no tensor dimension"),
+    ("PG039", "kernel-table", E, "a `kernels` table mixes signatures, or a call's kernel index is missing, leaves the "
+     "table or varies across the blocks of one task"),
+    ("PG040", "block-scalar", E, "a scalar argument uses an SPMD block index: one task passes one argument payload to "
+     "every block"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),

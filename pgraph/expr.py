@@ -68,12 +68,54 @@ class Func:
     span: Span
 
 
-Expr = Num | Name | BinOp | Neg | Not | Func
+@attrs.frozen
+class RuntimeDim:
+    """`dim(TENSOR, AXIS)` of a tensor dimension that is read at run time (`runtime` in its shape).
+
+    The planner evaluates it as `value`, the planning value written after `runtime` in the
+    tensor's declaration; the a2a3 backend prints it as a read of the orchestration tensor's
+    `shapes[axis]` (simpler: `orch_args.tensor(k).ref().shapes[axis]`, as pypto's dynamic-dim
+    symbols do). Never produced by the parser: lowering turns a `dim(...)` call into it.
+    """
+
+    tensor: str
+    axis: int
+    value: int
+    span: Span
+
+
+Expr = Num | Name | BinOp | Neg | Not | Func | RuntimeDim
 
 Env = Mapping[str, int]
 Compiled = Callable[[Env], int]
 
 FUNCS = ("ceildiv", "min", "max")
+
+
+def has_runtime(expr: Expr) -> bool:
+    """True when `expr` reads a runtime dimension (`dim(...)` of a `runtime` tensor dimension)."""
+    if isinstance(expr, RuntimeDim):
+        return True
+    if isinstance(expr, (Num, Name)):
+        return False
+    if isinstance(expr, (Neg, Not)):
+        return has_runtime(expr.operand)
+    if isinstance(expr, Func):
+        return any(has_runtime(a) for a in expr.args)
+    return has_runtime(expr.left) or has_runtime(expr.right)
+
+
+def runtime_dims(expr: Expr) -> list[RuntimeDim]:
+    """The runtime dims `expr` reads, in order of appearance (with repeats)."""
+    if isinstance(expr, RuntimeDim):
+        return [expr]
+    if isinstance(expr, (Num, Name)):
+        return []
+    if isinstance(expr, (Neg, Not)):
+        return runtime_dims(expr.operand)
+    if isinstance(expr, Func):
+        return [d for a in expr.args for d in runtime_dims(a)]
+    return runtime_dims(expr.left) + runtime_dims(expr.right)
 
 #: Largest magnitude an integer may reach (literals and every +, -, * result), about 1.0e1233.
 #: Python's integers are unbounded, but printing one of more than 4300 digits raises ValueError,
@@ -142,6 +184,8 @@ def evaluate(expr: Expr, env: Env) -> int:
     """Evaluate `expr` with `env` giving every free name. Raises EvalError."""
     if isinstance(expr, Num):
         return expr.value
+    if isinstance(expr, RuntimeDim):
+        return expr.value
     if isinstance(expr, Name):
         try:
             return env[expr.id]
@@ -162,8 +206,8 @@ def evaluate(expr: Expr, env: Env) -> int:
 
 
 def free_vars(expr: Expr) -> set[str]:
-    """Names in `expr` that are not folded to numbers."""
-    if isinstance(expr, Num):
+    """Names in `expr` that are not folded to numbers (a runtime dim is not a name)."""
+    if isinstance(expr, (Num, RuntimeDim)):
         return set()
     if isinstance(expr, Name):
         return {expr.id}
@@ -179,7 +223,7 @@ def free_vars(expr: Expr) -> set[str]:
 
 def substitute(expr: Expr, values: Mapping[str, Expr]) -> Expr:
     """Replace names by expressions (constants, lets), folding what becomes constant."""
-    if isinstance(expr, Num):
+    if isinstance(expr, (Num, RuntimeDim)):
         return expr
     if isinstance(expr, Name):
         return values.get(expr.id, expr)
@@ -202,7 +246,7 @@ def substitute(expr: Expr, values: Mapping[str, Expr]) -> Expr:
 
 def compile_expr(expr: Expr) -> Compiled:
     """Compile `expr` to a closure `env -> int` (the hot path of instance expansion)."""
-    if isinstance(expr, Num):
+    if isinstance(expr, (Num, RuntimeDim)):
         value = expr.value
         return lambda env: value
     if isinstance(expr, Name):
@@ -243,6 +287,8 @@ def show(expr: Expr) -> str:
         return str(expr.value)
     if isinstance(expr, Name):
         return expr.id
+    if isinstance(expr, RuntimeDim):
+        return f"dim({expr.tensor}, {expr.axis})"
     if isinstance(expr, Neg):
         return f"-{show(expr.operand)}"
     if isinstance(expr, Not):

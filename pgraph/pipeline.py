@@ -35,6 +35,7 @@ from pgraph.plan.declarations import AssertsCheck, CarriesCheck, SettingsCheck, 
 from pgraph.plan.early_dispatch import DummyEffectPass, EarlyDispatchPass
 from pgraph.plan.expansion_issues import ExpansionIssuesPass
 from pgraph.plan.hygiene import DeadTaskPass, DuplicateDepsPass, FunnelPass, RedundantEdgePass, UnusedTensorPass
+from pgraph.plan.kernels import KernelTablesCheck
 from pgraph.plan.limits import TaskLimitsCheck, ViewLimitsPass
 from pgraph.plan.races import FalseSerializationPass, RacePass, SpmdOverlapPass
 from pgraph.plan.reach import ReachPass
@@ -63,6 +64,7 @@ DECLARATION_CHECKS: tuple[ProgramCheck, ...] = (
 )
 USE_CHECKS: tuple[ProgramCheck, ...] = (
     WaveDepsCheck(),        # PG027 deps using SPMD block indices
+    KernelTablesCheck(),    # PG039 kernels tables: one signature, indices inside the table
     SignaturesCheck(),      # PG009-PG012 calls against kernel signatures
     VisibilityCheck(),      # PG014 TaskIds of closed scopes, PG037 buffers of closed scopes
     TaskLimitsCheck(),      # PG113 sync_start occupancy, PG114 argument and tensor limits

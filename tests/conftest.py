@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import enum
+import importlib.util
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -23,7 +27,10 @@ VARIANT_762 = SPECS / "variants" / "decode_layer_762.pgl"
 #: P is x_gamma0, and mlp_out_seed only zeroes fresh layer-0 accumulators whose every reader
 #: already waits on P through q_proj/kv_seed/rms_recip, so P -> mlp_out_seed is implied.
 REDUNDANT_LAYER0 = sorted([("seed_dummy@L=0", "kv_seed@L=0"), ("seed_dummy@L=0", "mlp_out_seed@L=0"),
-                           ("seed_dummy@L=0", "rms_recip@L=0"), ("x_gamma0", "mlp_out_seed@L=0")])
+                           ("seed_dummy@L=0", "rms_recip@L=0"), ("x_gamma0", "mlp_out_seed@L=0"),
+                           # attn_out_seed's body is empty (ABI reference §3.1, fid 3): it touches
+                           # nothing, so its edge to the attention orders no data
+                           ("attn_out_seed@L=0", "fa_fused@L=0")])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,3 +73,35 @@ def numpy_session(spec: Path, options: Options, **kw: object):
     plan, bag = plan_program(spec, attrs.evolve(options, full=True))
     assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
     return Session.create(plan, **kw)  # type: ignore[arg-type]
+
+
+class ArgDirection(enum.Enum):
+    """Stand-in for simpler's `simpler.task_interface.ArgDirection` (IN, OUT, INOUT), which the
+    generated kernel_config.py imports as `_D`; simpler itself is not installed for the tests."""
+
+    IN = "IN"
+    OUT = "OUT"
+    INOUT = "INOUT"
+
+
+def load_kernel_config(path: Path) -> types.ModuleType:
+    """Load a kernel_config.py the way pypto's `compile_and_assemble` does (importlib, as a module),
+    with a stub `simpler.task_interface` providing ArgDirection."""
+    simpler = types.ModuleType("simpler")
+    task_interface = types.ModuleType("simpler.task_interface")
+    task_interface.ArgDirection = ArgDirection  # type: ignore[attr-defined]
+    simpler.task_interface = task_interface  # type: ignore[attr-defined]
+    saved = {k: sys.modules.get(k) for k in ("simpler", "simpler.task_interface")}
+    sys.modules["simpler"], sys.modules["simpler.task_interface"] = simpler, task_interface
+    try:
+        spec = importlib.util.spec_from_file_location(f"kernel_config_{abs(hash(str(path)))}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v

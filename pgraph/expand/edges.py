@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
-from pgraph.ir.instances import DepIssue, Instance, covers, overlap
+from pgraph.ir.instances import DepIssue, Instance, covers, tensormap_overlap
 from pgraph.ir.queries import Box, BufferKey, axis_values
 from pgraph.kinds import DepKind, Direction, Provenance, ScopeMode, Storage, TaskKind
 
@@ -113,6 +113,11 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
         else:
             target = carry.next
             iters[lp.id] = value - 1
+            # the slot is refreshed at the end of the carry loop's iteration: a NEXT inside an
+            # inner loop is the one of that inner loop's last iteration, whatever iteration of it
+            # the consumer stands in
+            for lid in ex.nested_loops[lp.id]:
+                iters.pop(lid, None)
     ts = ex.p.tilesets[target]
     tiles = select_tiles(ex, d, dep, ts, env) if dep.kind is DepKind.TILES else list(axis_values(ts.axes))
     if tiles is None:
@@ -157,9 +162,10 @@ def infer_edges(ex: Expander) -> None:
             if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
                 keep = []
                 for box, producer, tname in live:
-                    if producer != inst.id and overlap(box, tname, arg.box, arg.tensor, ex.p):
+                    if producer != inst.id and tensormap_overlap(box, tname, arg.box, arg.tensor, ex.p):
                         ex.g.add_edge(producer, inst.id, Provenance.INFERRED)
-                        if direction is not Direction.IN and tname == arg.tensor and covers(arg.box, box):
+                        same_layout = ex.p.tensors[tname].shape == ex.p.tensors[arg.tensor].shape
+                        if direction is not Direction.IN and same_layout and covers(arg.box, box):
                             continue  # an INOUT that covers the entry replaces it
                     keep.append((box, producer, tname))
                 entries[arg.buffer] = keep

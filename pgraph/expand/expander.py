@@ -61,6 +61,7 @@ class Expander:
                 self.alloc_groups.setdefault(ir.alloc_key(program, t), []).append(t)
         self._site_loops: dict[ir.AllocKey, tuple[int, ...]] = {}
         self.tile_maps: dict[str, edges.TileMap] = {}
+        self.nested_loops: dict[int, set[int]] = {lp.id: set() for lp in program.loops}
         self._find_sites(program.tree, ())
         self.reported: set[tuple[str, str, int, int]] = set()
 
@@ -94,6 +95,9 @@ class Expander:
         if node.kind is NodeKind.ALLOC:
             self._site_loops[node.ident] = loops  # type: ignore[index]
         inner = (*loops, node.ident) if node.kind is NodeKind.LOOP else loops
+        if node.kind is NodeKind.LOOP:
+            for outer in loops:
+                self.nested_loops[outer].add(node.ident)  # type: ignore[arg-type]
         for c in node.children:
             self._find_sites(c, inner)  # type: ignore[arg-type]
 

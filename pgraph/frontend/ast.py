@@ -95,10 +95,20 @@ class ItemLoop:
 
 @attrs.frozen
 class Call:
-    """`call kernel(args)`: each arg is an expression (scalar/bare tensor) or a Region."""
+    """`call kernel(args)` or `call table[index](args)`: each arg is an expression (scalar/bare
+    tensor) or a Region; `index` selects the kernel of a `kernels` table per task."""
 
     kernel: str
     args: tuple[Expr | Region, ...]
+    span: Span
+    index: Expr | None = None
+
+
+@attrs.frozen
+class Untouched:
+    """`untouched a, b`: tensors the kernel is passed but neither reads nor writes."""
+
+    names: tuple[str, ...]
     span: Span
 
 
@@ -106,7 +116,8 @@ class Call:
 class Wave:
     """`wave name axes : parallel|spmd(axes) flags deps` inside a `tiles` declaration.
 
-    `kind` is PARALLEL or SPMD; `flag_spans` gives the span of each flag in `flags`.
+    `kind` is PARALLEL or SPMD; `flag_spans` gives the span of each flag in `flags`; `call` is
+    the wave's own kernel call (`wave ... call K(args)`), None when the waves share the body's.
     """
 
     name: str
@@ -117,9 +128,10 @@ class Wave:
     deps: tuple[Dep, ...] | None
     span: Span
     flag_spans: tuple[Span, ...] = ()
+    call: Call | None = None
 
 
-BodyItem = Let | Access | ItemLoop | Call | Wave
+BodyItem = Let | Access | Untouched | ItemLoop | Call | Wave
 
 
 @attrs.frozen
@@ -174,13 +186,15 @@ class Assert:
 
 @attrs.frozen
 class TensorDecl:
-    """`tensor name : dtype[shape] [external]`."""
+    """`tensor name : dtype[shape] [external]`; `runtime[d]` marks a dimension written
+    `runtime EXPR` (read at run time, EXPR the planning value); () when none is."""
 
     name: str
     dtype: str
     shape: tuple[Expr, ...]
     external: bool
     span: Span
+    runtime: tuple[bool, ...] = ()
 
 
 @attrs.frozen
@@ -216,13 +230,35 @@ class Param:
 
 @attrs.frozen
 class KernelDecl:
-    """`[extern] kernel name core [source "path"] (params)`."""
+    """`[extern] kernel name core [source "path"] [includes "dir", ...] (params)`."""
 
     name: str
     core: Core
     source: str | None
     params: tuple[Param, ...]
     extern: bool
+    span: Span
+    includes: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class KernelAlias:
+    """`kernel B, C = A [source "path"]`: kernels sharing A's core and parameters (one body,
+    separate func ids and sources); `name_spans` gives where each new name is written."""
+
+    names: tuple[str, ...]
+    base: str
+    source: str | None
+    span: Span
+    name_spans: tuple[Span, ...] = ()
+
+
+@attrs.frozen
+class KernelTable:
+    """`kernels T = [A, B, ...]`: kernels a call selects per task with `call T[index](...)`."""
+
+    name: str
+    members: tuple[str, ...]
     span: Span
 
 
@@ -372,7 +408,8 @@ class Cost:
 
 Stmt = (TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | InterleaveStmt | TaskIds | Use
         | Task)
-Item = Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | Entry | Target | Cost | Fragment
+Item = (Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | KernelAlias | KernelTable | Entry
+        | Target | Cost | Fragment)
 
 
 @attrs.frozen

@@ -61,6 +61,15 @@ class _Forms:
                                  hint="add `external`, or declare it inside a scope to allocate it there")
                 case ast.KernelDecl():
                     self.kernel(item)
+                case ast.KernelAlias():
+                    self.dups(zip(item.names, item.name_spans or [item.span] * len(item.names)), "kernel")
+                    if item.source is not None and len(item.names) > 1:
+                        self.err("PG019", f"`source` names one file, but the alias declares {len(item.names)} "
+                                 f"kernels ({', '.join(item.names)})", item.span,
+                                 hint="declare each kernel with its own source on a line of its own: "
+                                      f'`kernel {item.names[0]} = {item.base} source "..."`')
+                case ast.KernelTable():
+                    pass
                 case ast.Target():
                     for ti in item.items:
                         self.unit(ti.key, ti.unit, ti.unit_span, ti.expr, target=True)
@@ -121,6 +130,11 @@ class _Forms:
                                  "orchestration argument is a top-level declaration", stmt.span,
                                  hint="move the declaration to the top level of the file, or drop `external` to "
                                       "allocate the tensor in this scope")
+                    elif any(stmt.runtime):
+                        self.err("PG038", f"allocation '{stmt.name}' has a `runtime` dimension; only an "
+                                 "orchestration argument's shape is read at run time", stmt.span,
+                                 hint="give the allocation a constant shape (its TensorCreateInfo is written "
+                                      "when the spec is built)")
                 case ast.Task():
                     self.task(stmt)
                 case ast.ScopeStmt() | ast.ForStmt() | ast.PhaseStmt() | ast.InterleaveStmt():
@@ -155,7 +169,18 @@ class _Forms:
         calls = [b for b in t.body if isinstance(b, ast.Call)]
         for extra in calls[1:]:
             self.err("PG003", "a task calls one kernel", extra.span, [Note("first call", calls[0].span)])
-        if not calls:
+        wave_calls = [w for w in waves if w.call is not None] if t.kind is TaskKind.TILES else []
+        if calls and wave_calls:
+            self.err("PG003", f"wave '{wave_calls[0].name}' calls a kernel, but the body of '{t.name}' already "
+                     "calls one for every wave", wave_calls[0].call.span if wave_calls[0].call else wave_calls[0].span,
+                     [Note("the body's call", calls[0].span)],
+                     hint="either one `call` in the body for every wave, or a `call` on every wave line")
+        elif not calls and wave_calls:
+            for w in waves:
+                if w.call is None:
+                    self.err("PG028", f"wave '{w.name}' of '{t.name}' has no `call`, while other waves have their "
+                             "own", w.span, hint="add `call KERNEL(args)` at the end of the wave line")
+        elif not calls:
             self.err("PG028", f"task '{t.name}' has no `call`", t.name_span,
                      hint="add `call KERNEL(args)`; a task that only orders others is a `dummy`")
         for b in t.body:

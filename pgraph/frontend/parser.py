@@ -70,7 +70,17 @@ class _ToAst(Transformer[Any, Any]):
 
     @v_args(meta=True)
     def tensor_decl(self, meta: Any, c: list[Any]) -> ast.TensorDecl:
-        return ast.TensorDecl(str(c[0]), str(c[1]), c[2], len(c) > 3, self._span(meta))
+        dims = c[2]
+        shape = tuple(d[1] if isinstance(d, tuple) else d for d in dims)
+        runtime = tuple(isinstance(d, tuple) for d in dims)
+        return ast.TensorDecl(str(c[0]), str(c[1]), shape, len(c) > 3, self._span(meta),
+                              runtime if any(runtime) else ())
+
+    def tshape(self, c: list[Any]) -> tuple[Any, ...]:
+        return tuple(c)
+
+    def runtime_dim(self, c: list[Any]) -> tuple[str, Any]:
+        return ("runtime", c[1])
 
     @v_args(meta=True)
     def scalar_decl(self, meta: Any, c: list[Any]) -> ast.ScalarDecl:
@@ -94,8 +104,26 @@ class _ToAst(Transformer[Any, Any]):
         if rest and isinstance(rest[0], Token) and rest[0].type == "STRING":
             source = str(rest[0])[1:-1]
             rest = rest[1:]
+        includes = next((x[1] for x in rest if isinstance(x, tuple) and x and x[0] == "includes"), ())
         params = tuple(p for p in rest if isinstance(p, ast.Param))
-        return ast.KernelDecl(name, Core(core), source, params, extern, self._span(meta))
+        return ast.KernelDecl(name, Core(core), source, params, extern, self._span(meta), includes)
+
+    def includes(self, c: list[Any]) -> tuple[str, tuple[str, ...]]:
+        return ("includes", tuple(str(x)[1:-1] for x in c))
+
+    @v_args(meta=True)
+    def kernel_alias(self, meta: Any, c: list[Any]) -> ast.KernelAlias:
+        source = None
+        if c and c[-1].type == "STRING":
+            source = str(c[-1])[1:-1]
+            c = c[:-1]
+        *names, base = c
+        return ast.KernelAlias(tuple(str(n) for n in names), str(base), source, self._span(meta),
+                               tuple(self._tok(n) for n in names))
+
+    @v_args(meta=True)
+    def kernel_table(self, meta: Any, c: list[Any]) -> ast.KernelTable:
+        return ast.KernelTable(str(c[0]), tuple(str(x) for x in c[1:]), self._span(meta))
 
     @v_args(meta=True)
     def tensor_param(self, meta: Any, c: list[Any]) -> ast.Param:
@@ -257,7 +285,21 @@ class _ToAst(Transformer[Any, Any]):
 
     @v_args(meta=True)
     def call(self, meta: Any, c: list[Any]) -> ast.Call:
-        return ast.Call(str(c[0]), tuple(c[1:]), self._span(meta))
+        # `call T[i](a, b)`: the parser cannot tell the index from a first argument, so the
+        # transformer sees [T, i, a, b] or [T, a, b]; the index is marked by its own rule below
+        index = None
+        rest = c[1:]
+        if rest and isinstance(rest[0], tuple) and rest[0] and rest[0][0] == "kernel_index":
+            index = rest[0][1]
+            rest = rest[1:]
+        return ast.Call(str(c[0]), tuple(rest), self._span(meta), index)
+
+    def kernel_index(self, c: list[Any]) -> tuple[str, Any]:
+        return ("kernel_index", c[0])
+
+    @v_args(meta=True)
+    def untouched(self, meta: Any, c: list[Any]) -> ast.Untouched:
+        return ast.Untouched(tuple(str(x) for x in c), self._span(meta))
 
     @v_args(meta=True)
     def region(self, meta: Any, c: list[Any]) -> ast.Region:
@@ -266,6 +308,10 @@ class _ToAst(Transformer[Any, Any]):
             indirect = c[-1][1]
             c = c[:-1]
         return ast.Region(str(c[0]), tuple(c[1:]), indirect, self._span(meta))
+
+    @v_args(meta=True)
+    def whole_region(self, meta: Any, c: list[Any]) -> ast.Region:
+        return ast.Region(str(c[0]), None, None, self._span(meta))
 
     @v_args(meta=True)
     def whole_indirect(self, meta: Any, c: list[Any]) -> ast.Region:
@@ -298,8 +344,9 @@ class _ToAst(Transformer[Any, Any]):
         flag_parts = [x for x in c[1:] if isinstance(x, tuple) and x and x[0] == "flag"]
         dep_parts = [x[1] for x in c[1:] if isinstance(x, tuple) and x and x[0] == "deps"]
         deps = tuple(d for part in dep_parts for d in part) if dep_parts else None
+        call = next((x for x in c[1:] if isinstance(x, ast.Call)), None)
         return ast.Wave(name, axes, kind_part[0], kind_part[1], tuple(x[1] for x in flag_parts), deps,
-                        self._span(meta), tuple(x[2] for x in flag_parts))
+                        self._span(meta), tuple(x[2] for x in flag_parts), call)
 
     def wave_parallel(self, c: list[Any]) -> tuple[TaskKind, None]:
         return (TaskKind.PARALLEL, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num
+from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, RuntimeDim
 from pgraph.frontend import ast
 from pgraph.kinds import AccessKind, DimKind, Direction, TaskKind, unhandled
 
@@ -46,6 +46,8 @@ def expr(e: Expr, need: int = 0) -> str:
             text = e.id
         case Func():
             text = f"{e.name}({', '.join(expr(a) for a in e.args)})"
+        case RuntimeDim():
+            text = f"dim({e.tensor}, {e.axis})"
         case Neg():
             text = f"-{expr(e.operand, _LEVEL['neg'])}"
         case Not():
@@ -114,6 +116,11 @@ def _arg(a: Expr | ast.Region) -> str:
     return region(a) if isinstance(a, ast.Region) else expr(a)
 
 
+def _call(c: ast.Call) -> str:
+    index = f"[{expr(c.index)}]" if c.index is not None else ""
+    return f"call {c.kernel}{index}({', '.join(_arg(a) for a in c.args)})"
+
+
 def _dep(d: ast.Dep) -> str:
     return d.name if d.sels is None else f"{d.name}[{', '.join(_sel(s) for s in d.sels)}]"
 
@@ -164,6 +171,11 @@ class Unparser:
                 self.line(0, f"const {item.name} = {expr(item.expr)}")
             case ast.KernelDecl():
                 self.kernel(item)
+            case ast.KernelAlias():
+                self.line(0, f"kernel {', '.join(item.names)} = {item.base}"
+                          + (f' source "{item.source}"' if item.source is not None else ""))
+            case ast.KernelTable():
+                self.line(0, f"kernels {item.name} = [{', '.join(item.members)}]")
             case ast.Target():
                 rows = [f"{ti.key} = {expr(ti.expr)}" + (f" {ti.unit}" if ti.unit else "") for ti in item.items]
                 self.block(0, f"target {item.name}", rows, lambda d, r: self.line(d, r))
@@ -186,7 +198,8 @@ class Unparser:
             else:
                 params.append(f"{q.name} : {q.direction} {q.dtype}" + (_shape(q.shape) if q.shape is not None else ""))
         head = ("extern " if k.extern else "") + f"kernel {k.name} {k.core}" + (
-            f' source "{k.source}"' if k.source is not None else "")
+            f' source "{k.source}"' if k.source is not None else "") + (
+            " includes " + ", ".join(f'"{d}"' for d in k.includes) if k.includes else "")
         one = f"{head} ({', '.join(params)})"
         if len(one) <= WIDTH or not params:
             self.line(0, one)
@@ -200,7 +213,8 @@ class Unparser:
     def stmt(self, depth: int, s: object) -> None:
         match s:
             case ast.TensorDecl():
-                self.line(depth, f"tensor {s.name} : {s.dtype}{_shape(s.shape)}" + (" external" if s.external else ""))
+                dims = [("runtime " if s.runtime and s.runtime[i] else "") + expr(d) for i, d in enumerate(s.shape)]
+                self.line(depth, f"tensor {s.name} : {s.dtype}[{', '.join(dims)}]" + (" external" if s.external else ""))
             case ast.ScalarDecl():
                 self.line(depth, f"scalar {s.name} : {s.dtype}" + (" external" if s.external else ""))
             case ast.ViewDecl():
@@ -246,15 +260,18 @@ class Unparser:
                 self.line(depth, f"let {b.name} = {expr(b.expr)}")
             case ast.Access():
                 self.line(depth, f"{ACCESS_WORD[b.kind]} {', '.join(region(r) for r in b.regions)}")
+            case ast.Untouched():
+                self.line(depth, f"untouched {', '.join(b.names)}")
             case ast.ItemLoop():
                 self.block(depth, f"for {_axis(b.axis)}", b.items, self.body_item)
             case ast.Call():
-                self.line(depth, f"call {b.kernel}({', '.join(_arg(a) for a in b.args)})")
+                self.line(depth, _call(b))
             case ast.Wave():
                 axes = (" " + ", ".join(_axis(a) for a in b.axes)) if b.axes else ""
                 kind = "parallel" if b.kind is TaskKind.PARALLEL else (
                     "spmd" + (f"({', '.join(b.spmd_axes)})" if b.spmd_axes is not None else ""))
-                self.line(depth, f"wave {b.name}{axes} : {kind}{_flags(b.flags)}{_deps(b.deps)}")
+                call = f" {_call(b.call)}" if b.call is not None else ""
+                self.line(depth, f"wave {b.name}{axes} : {kind}{_flags(b.flags)}{_deps(b.deps)}{call}")
             case _:
                 unhandled(b)
 

@@ -178,10 +178,11 @@ class InstanceGraph:
 
 def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,
                   tensors: Mapping[str, ir.Tensor]) -> bool:
-    """Overlap of two boxes of one buffer: per dimension for one tensor name, else flat intervals
-    (views of one buffer with other shapes are compared as the runtime's L1 test does). A box
-    with an empty side (`x[2:2, :]`) touches no element and overlaps nothing."""
-    if ta == tb:
+    """True when two boxes of one buffer share an element (exact). Per dimension when both names
+    have one shape (a tensor, or a view of the same shape); else the flat bounding intervals
+    first, then the boxes' contiguous runs. A box with an empty side (`x[2:2, :]`) touches no
+    element and overlaps nothing."""
+    if ta == tb or tensors[ta].shape == tensors[tb].shape:
         for (alo, ahi), (blo, bhi) in zip(a, b):  # noqa: SIM110  (hot path: no generator)
             if alo >= bhi or blo >= ahi or alo >= ahi or blo >= bhi:
                 return False
@@ -189,12 +190,59 @@ def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, 
     for lo, hi in (*a, *b):
         if lo >= hi:
             return False
-    fa, fb = flat(a, tensors[ta].shape), flat(b, tensors[tb].shape)
+    sa, sb = tensors[ta].shape, tensors[tb].shape
+    fa, fb = flat(a, sa), flat(b, sb)
+    if not (fa[0] < fb[1] and fb[0] < fa[1]):
+        return False
+    ra, rb = runs(a, sa), runs(b, sb)
+    if ra is None or rb is None:
+        return True  # too many runs to list: the bounding intervals meet, assume they overlap
+    i = j = 0
+    while i < len(ra) and j < len(rb):
+        if ra[i][0] < rb[j][1] and rb[j][0] < ra[i][1]:
+            return True
+        if ra[i][1] <= rb[j][1]:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+#: Most contiguous runs `runs` lists for an exact overlap test of two views of one buffer.
+MAX_RUNS = 1 << 16
+
+
+def runs(box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> list[tuple[int, int]] | None:
+    """The sorted flat [start, end) runs of a non-empty box (None beyond MAX_RUNS)."""
+    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    k = len(shape) - 1
+    while k > 0 and tuple(box[k]) == (0, shape[k]):
+        k -= 1  # trailing whole dimensions fuse into the run of dimension k
+    count = math.prod(hi - lo for lo, hi in box[:k])
+    if count > MAX_RUNS:
+        return None
+    width = (box[k][1] - box[k][0]) * strides[k]
+    starts = [box[k][0] * strides[k]]
+    for d in range(k):
+        starts = [s + i * strides[d] for s in starts for i in range(box[d][0], box[d][1])]
+    return sorted((s, s + width) for s in starts)
+
+
+def tensormap_overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
+    """The runtime's overlap test (simpler check_overlap, runtime_and_orchestration.md §3): per
+    dimension when both views have one layout (L2: same dtype, ndims and strides), else the flat
+    intervals [start, start + extent) (L1), which may meet where no element is shared."""
+    if ta == tb or p.tensors[ta].shape == p.tensors[tb].shape:
+        return boxes_overlap(a, ta, b, tb, p.tensors)
+    for lo, hi in (*a, *b):
+        if lo >= hi:
+            return False
+    fa, fb = flat(a, p.tensors[ta].shape), flat(b, p.tensors[tb].shape)
     return fa[0] < fb[1] and fb[0] < fa[1]
 
 
 def overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
-    """boxes_overlap with the program's tensor table."""
+    """boxes_overlap with the program's tensor table (an exact test: races, slabs)."""
     return boxes_overlap(a, ta, b, tb, p.tensors)
 
 

@@ -64,6 +64,13 @@ class Tensor:
     loops: tuple[int, ...] = ()
     #: where each dimension of the shape is written (for diagnostics)
     dim_spans: tuple[Span, ...] = attrs.field(default=(), eq=False)
+    #: per dimension, True when it is read at run time (`runtime EXPR`; `shape` holds EXPR,
+    #: the planning value); () when every dimension is a constant
+    runtime: tuple[bool, ...] = ()
+
+    def is_runtime(self, axis: int) -> bool:
+        """True when dimension `axis` is read from the orchestration tensor at run time."""
+        return bool(self.runtime) and self.runtime[axis]
 
     @property
     def numel(self) -> int:
@@ -110,13 +117,35 @@ class Param:
 
 @attrs.frozen
 class Kernel:
-    """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids)."""
+    """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids).
+
+    `alias_of` names the kernel whose body this one shares (`kernel B = A`: same core and
+    parameters, its own name, func id and source; pypto outlines one function per call site,
+    so byte-identical bodies still get separate fids); `includes` are the extra include
+    directories of an extern kernel (kernel_config.py `extra_include_dirs`).
+    """
 
     name: str
     core: Core
     source: str | None
     params: tuple[Param, ...]
     extern: bool
+    span: Span
+    alias_of: str | None = None
+    includes: tuple[str, ...] = ()
+
+    @property
+    def body(self) -> str:
+        """The kernel whose body this one runs: its own name, or the kernel it aliases."""
+        return self.alias_of or self.name
+
+
+@attrs.frozen
+class KernelTable:
+    """`kernels NAME = [A, B, ...]`: kernels a call selects per task (`call NAME[index](...)`)."""
+
+    name: str
+    members: tuple[str, ...]
     span: Span
 
 
@@ -307,6 +336,12 @@ class Dispatch:
     call: CallSite | None = None
     #: every flag of the declaration and of its wave line, with where it is written (for fixes)
     flag_spans: tuple[tuple[Flag, Span], ...] = attrs.field(default=(), eq=False)
+    #: `call TABLE[index](...)`: the table and the index (an expression of loop and task
+    #: indices); `kernel` is then the table's first member, whose signature every member shares
+    kernel_table: str | None = None
+    kernel_index: Expr | None = None
+    #: tensors passed but neither read nor written (`untouched a, b`), with where each is named
+    untouched: tuple[tuple[str, Span], ...] = ()
 
     @property
     def task_count(self) -> int:
@@ -422,6 +457,13 @@ class Program:
     interleaves: tuple[InterleaveBlock, ...] = ()
     #: the entry's program-order tree (scopes, loops, dispatches, allocation sites)
     tree: Node = Node(NodeKind.SCOPE, 0)
+    kernel_tables: dict[str, KernelTable] = attrs.field(factory=dict)
+
+    def kernels_of(self, d: Dispatch) -> tuple[str, ...]:
+        """Every kernel `d` may call: its table's members, or its one kernel (() for a dummy)."""
+        if d.kernel_table is not None:
+            return self.kernel_tables[d.kernel_table].members
+        return (d.kernel,) if d.kernel is not None else ()
 
     def dispatch(self, name: str) -> Dispatch:
         """The dispatch called `name` (KeyError if none)."""
@@ -444,6 +486,17 @@ class Program:
             if any(c.name == name for c in lp.carries):
                 return lp
         raise KeyError(name)
+
+
+def alloc_group(p: Program, t: Tensor) -> int:
+    """The batch an allocated tensor belongs to, named by a scope id: the manual scope it is
+    declared in (pypto emits a manual scope's creates as their own `alloc_tensors` batch in the
+    enclosing scope, just before the MANUAL header: runtime_and_orchestration.md §2.2, and the
+    decode's per-layer alloc_1 / alloc_2, ABI reference §2.2), else its heap scope."""
+    d = t.declared_scope
+    if d is not None and t.scope is not None and d != t.scope and p.scopes[d].mode is ScopeMode.MANUAL:
+        return d
+    return t.scope if t.scope is not None else 0
 
 
 def scope_chain(scopes: Sequence[Scope], scope: int) -> list[int]:
@@ -474,17 +527,6 @@ def interleave_groups(members: Sequence[Dispatch]) -> list[list[Dispatch]]:
 def interleave_key(d: Dispatch) -> object:
     """The round-robin group key of `d` in an `interleave` block: its task ranges, or its own name."""
     return tuple((a.lo, a.hi) for a in d.task_axes) if d.task_axes else ("single", d.name)
-
-
-def alloc_group(p: Program, t: Tensor) -> int:
-    """The batch an allocated tensor belongs to, named by a scope id: the manual scope it is
-    declared in (pypto emits a manual scope's creates as their own `alloc_tensors` batch in the
-    enclosing scope, just before the MANUAL header: runtime_and_orchestration.md §2.2, and the
-    decode's per-layer alloc_1 / alloc_2, ABI reference §2.2), else its heap scope."""
-    d = t.declared_scope
-    if d is not None and t.scope is not None and d != t.scope and p.scopes[d].mode is ScopeMode.MANUAL:
-        return d
-    return t.scope if t.scope is not None else 0
 
 
 def alloc_key(p: Program, t: Tensor) -> AllocKey:

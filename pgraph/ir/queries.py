@@ -15,7 +15,7 @@ import attrs
 
 from pgraph.expr import Compiled, EvalError, Expr, compile_expr, evaluate, free_vars, substitute
 from pgraph.ir import program as ir
-from pgraph.kinds import CarryKind, DimKind, Storage
+from pgraph.kinds import CarryKind, DimKind, NodeKind, Storage, TaskKind
 
 Box = tuple[tuple[int, int], ...]
 BufferKey = tuple[str, tuple[int, ...]]
@@ -187,6 +187,75 @@ def region_shape(region: ir.RegionRef, shape: tuple[int, ...]) -> list[int] | No
 
 def _zeros(expr: Expr) -> dict[str, int]:
     return {name: 0 for name in free_vars(expr)}
+
+
+def submission_order(p: ir.Program) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+    """Every task of `p` in submission order, with its loop and task index values, every loop
+    iteration expanded (no regions are evaluated: this is cheap even for 40 layers).
+
+    The order is the expander's (`pgraph.expand.expander.Expander.expand_tree`): the program
+    tree in order, each scope-level loop iteration by iteration, an `interleave` block group by
+    group and index by index, and an empty SPMD grid submitting nothing. (A dep-carrying dummy
+    whose deps all turn out invalid is listed too: it has no kernel.)
+    """
+    def emit(d: ir.Dispatch, env: dict[str, int], only: tuple[int, ...] | None = None
+             ) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+        if d.kind is TaskKind.SPMD and not d.block_count:
+            return
+        for index in (axis_values(d.task_axes) if only is None else [only]):
+            yield d, {**env, **{a.var: x for a, x in zip(d.task_axes, index)}}
+
+    def walk(node: ir.Node, env: dict[str, int]) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+        if node.kind is NodeKind.LOOP:
+            axis = p.loops[node.ident].axis  # type: ignore[index]
+            for v in range(axis.lo, axis.hi):
+                yield from children(node.children, {**env, axis.var: v})
+        elif node.kind is NodeKind.DISPATCH:
+            yield from emit(p.dispatch(node.ident), env)  # type: ignore[arg-type]
+        elif node.kind is NodeKind.SCOPE:
+            yield from children(node.children, env)
+
+    def children(kids: tuple[ir.Node, ...], env: dict[str, int]) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:
+        i = 0
+        while i < len(kids):
+            d = p.dispatch(kids[i].ident) if kids[i].kind is NodeKind.DISPATCH else None  # type: ignore[arg-type]
+            if d is None or d.interleave is None:
+                yield from walk(kids[i], env)
+                i += 1
+                continue
+            members = []
+            while i < len(kids) and kids[i].kind is NodeKind.DISPATCH:
+                dm = p.dispatch(kids[i].ident)  # type: ignore[arg-type]
+                if dm.interleave != d.interleave:
+                    break
+                members.append(dm)
+                i += 1
+            for group in ir.interleave_groups(members):
+                for index in axis_values(group[0].task_axes):
+                    for member in group:
+                        yield from emit(member, env, index)
+
+    yield from walk(p.tree, {})
+
+
+def instance_env(p: ir.Program, d: ir.Dispatch, iters: Sequence[int], index: Sequence[int]) -> dict[str, int]:
+    """Loop and task index values of the task of `d` at loop iterations `iters`, task index `index`."""
+    env = {p.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
+    env.update({a.var: v for a, v in zip(d.task_axes, index)})
+    return env
+
+
+def kernel_at(p: ir.Program, d: ir.Dispatch, env: Env) -> str | None:
+    """The kernel task `d` calls at loop/task index values `env` (a `kernels` table: its member
+    at the evaluated index); None for a dummy. Raises EvalError, or IndexError when the index
+    leaves the table (PG039 reports it before any backend runs)."""
+    if d.kernel_table is None or d.kernel_index is None:
+        return d.kernel
+    members = p.kernel_tables[d.kernel_table].members
+    i = evaluate(d.kernel_index, env)
+    if not 0 <= i < len(members):
+        raise IndexError(f"kernel table '{d.kernel_table}' has {len(members)} entries, index {i}")
+    return members[i]
 
 
 # ---- names and buffers ---------------------------------------------------------------

@@ -93,6 +93,12 @@ def _dispatch(p: ir.Program, i: int, d: ir.Dispatch) -> None:
         _need(d.kernel in p.kernels, f"dispatch '{d.name}' calls unknown kernel {d.kernel!r}")
         params = p.kernels[d.kernel].params if d.kernel else ()
         _need(all(a.param is q for a, q in zip(d.args, params)), f"dispatch '{d.name}' binds foreign parameters")
+        if d.kernel_table is not None:
+            table = p.kernel_tables.get(d.kernel_table)
+            _need(table is not None and d.kernel_index is not None and table.members[0] == d.kernel
+                  and all(m in p.kernels for m in table.members), f"dispatch '{d.name}' indexes a bad kernels table")
+        for name, _span in d.untouched:
+            _need(name in p.tensors or name in p.carries, f"dispatch '{d.name}' marks unknown '{name}' untouched")
     names = {p.loops[lid].axis.var for lid in d.loops} | {a.var for a in (*d.task_axes, *d.block_axes)}
     for acc in d.accesses:
         _region(p, d, acc.region, names | {it.var for it in acc.items})

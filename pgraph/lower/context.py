@@ -14,7 +14,21 @@ from collections.abc import Iterable, Mapping
 import attrs
 
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
-from pgraph.expr import EvalError, Expr, Name, Num, evaluate, free_vars, substitute
+from pgraph.expr import (
+    BinOp,
+    EvalError,
+    Expr,
+    Func,
+    Name,
+    Neg,
+    Not,
+    Num,
+    RuntimeDim,
+    evaluate,
+    free_vars,
+    has_runtime,
+    substitute,
+)
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
 from pgraph.frontend.overrides import Override
@@ -95,6 +109,7 @@ class LowerContext:
         self.tensors: dict[str, ir.Tensor] = {}
         self.scalars: dict[str, ir.ScalarArg] = {}
         self.kernels: dict[str, ir.Kernel] = {}
+        self.kernel_tables: dict[str, ir.KernelTable] = {}
         self.scopes: list[ir.Scope] = []
         self.loops: list[ir.Loop] = []
         self.tilesets: dict[str, ir.TileSet] = {}
@@ -214,6 +229,12 @@ class LowerContext:
 
     def eval_const(self, expr: Expr, what: str = "a constant expression") -> int | None:
         """Evaluate an expression that may only use constants (PG002 / PG018 otherwise)."""
+        call = find_func(expr, "dim")
+        if call is not None:
+            self.err("PG038", f"`dim(...)` reads a tensor shape, which {what} cannot use", call.span,
+                     hint="a constant is fixed before any tensor exists; use `dim(...)` in a `let` of the entry "
+                          "or directly in a scalar argument")
+            return None
         env: dict[str, int] = {}
         for name in sorted(free_vars(expr)):
             node = find_name(expr, name)
@@ -233,8 +254,60 @@ class LowerContext:
             self.err("PG018", e.message, e.span)
             return None
 
+    def resolve_dims(self, expr: Expr) -> Expr | None:
+        """Replace each `dim(T, axis)` call: a constant dimension by its value, a `runtime` one by a
+        RuntimeDim (planned at the declared value, read at run time by the a2a3 C++). PG038/PG002."""
+        match expr:
+            case Func(name="dim"):
+                return self._dim(expr)
+            case Func():
+                args = [self.resolve_dims(a) for a in expr.args]
+                if any(a is None for a in args):
+                    return None
+                return Func(expr.name, tuple(a for a in args if a is not None), expr.span)
+            case BinOp():
+                left, right = self.resolve_dims(expr.left), self.resolve_dims(expr.right)
+                if left is None or right is None:
+                    return None
+                return BinOp(expr.op, left, right, expr.span)
+            case Neg() | Not():
+                inner = self.resolve_dims(expr.operand)
+                if inner is None:
+                    return None
+                return Neg(inner, expr.span) if isinstance(expr, Neg) else Not(inner, expr.span)
+            case _:
+                return expr
+
+    def _dim(self, call: Func) -> Expr | None:
+        hint = "write `dim(TENSOR, AXIS)` with a declared tensor and a constant axis, e.g. `dim(k_cache, 0)`"
+        if len(call.args) != 2 or not isinstance(call.args[0], Name):
+            self.err("PG038", "`dim` takes a tensor and an axis", call.span, hint=hint)
+            return None
+        tname = call.args[0].id
+        t = self.tensor_type(tname)
+        if t is None:
+            if tname not in self.failed:
+                guess = closest(tname, self.tensors)
+                self.err("PG002", f"'{tname}' is not a declared tensor (`dim` reads a tensor's shape)",
+                         call.args[0].span, hint=f"did you mean '{guess}'?" if guess else hint)
+            return None
+        axis = self.eval_const(call.args[1], "the axis of `dim`")
+        if axis is None:
+            return None
+        if not 0 <= axis < len(t.shape):
+            self.err("PG038", f"'{tname}' has {len(t.shape)} dimension(s); `dim` asks for axis {axis}",
+                     call.args[1].span, [Note(f"'{t.name}' declared here", t.span)], hint=hint)
+            return None
+        if t.is_runtime(axis):
+            return RuntimeDim(t.name, axis, t.shape[axis], call.span)
+        return Num(t.shape[axis], call.span)
+
     def fold(self, expr: Expr, env: Env) -> Expr | None:
         """Substitute constants and lets; unknown names are PG002. Returns None on error."""
+        resolved = self.resolve_dims(expr)
+        if resolved is None:
+            return None
+        expr = resolved
         ok = True
         values: dict[str, Expr] = {}
         for name in free_vars(expr):
@@ -268,11 +341,20 @@ class LowerContext:
         folded = self.fold(expr, env)
         if folded is None:
             return None
+        if not isinstance(folded, Num) and has_runtime(folded):
+            self.runtime_err(expr, what)
+            return None
         if not isinstance(folded, Num):
             names = ", ".join(sorted(free_vars(folded)))
             self.err("PG018", f"{what} must be a constant, but it depends on {names}", expr.span)
             return None
         return folded.value
+
+    def runtime_err(self, expr: Expr, what: str) -> None:
+        """PG038: a value fixed when the spec is planned depends on a dimension read at run time."""
+        self.err("PG038", f"{what} is fixed when the spec is planned, but it reads a `runtime` tensor dimension",
+                 expr.span, hint="runtime dimensions may be used in lets, scalar arguments and regions; give this "
+                                 "value a constant (the planning value of the dimension is a constant too)")
 
     # ---- lookups ----
     def in_manual(self, scope: int) -> bool:
@@ -333,6 +415,23 @@ def respell(span: Span, name: str, guess: str | None) -> Fix | None:
     if guess is None or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
         return None
     return Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), guess),))
+
+
+def find_func(expr: Expr, name: str) -> Func | None:
+    """The first call of function `name` in `expr`."""
+    if isinstance(expr, Func):
+        if expr.name == name:
+            return expr
+        for a in expr.args:
+            found = find_func(a, name)
+            if found:
+                return found
+        return None
+    if isinstance(expr, (Neg, Not)):
+        return find_func(expr.operand, name)
+    if isinstance(expr, BinOp):
+        return find_func(expr.left, name) or find_func(expr.right, name)
+    return None
 
 
 def find_name(expr: Expr, name: str) -> Name | None:

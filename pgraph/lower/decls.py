@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pgraph.expr import has_runtime
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
@@ -54,7 +55,7 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
     if item.external:
         index = sum(1 for t in ctx.tensors.values() if t.storage is Storage.EXTERNAL)
         ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.EXTERNAL, item.span,
-                                           None, scope, None, index, (), spans(item.shape))
+                                           None, scope, None, index, (), spans(item.shape), tuple(item.runtime))
         return
     # a loop inside a manual scope allocates nothing: its tensors are hoisted, with the manual
     # scope's, before that scope (pypto EmitBatchedAllocTensors), so one buffer serves every iteration
@@ -92,16 +93,65 @@ def declare_view(ctx: LowerContext, item: ast.ViewDecl, env: Env, scope: int | N
                                        base.scope, scope, base.root, None, base.loops, spans(item.shape))
 
 
+def kernel_name_taken(ctx: LowerContext, name: str, span: Span) -> bool:
+    """PG003 when a kernel or a kernels table of that name exists (one namespace)."""
+    first = ctx.kernels.get(name) or ctx.kernel_tables.get(name)
+    if first is None:
+        return False
+    ctx.dup(name, span, first.span, "kernel")
+    return True
+
+
 def declare_kernel(ctx: LowerContext, item: ast.KernelDecl) -> None:
     """A kernel signature; parameter order and duplicate names are checked by frontend.forms."""
-    if item.name in ctx.kernels:
-        ctx.dup(item.name, item.span, ctx.kernels[item.name].span, "kernel")
+    if kernel_name_taken(ctx, item.name, item.span):
         return
     params: list[ir.Param] = []
     for p in item.params:
         dims = shape(ctx, p.shape, Env({})) if p.shape is not None else None
         params.append(ir.Param(p.name, p.direction, p.dtype, dims, p.span, spans(p.shape or ())))
-    ctx.kernels[item.name] = ir.Kernel(item.name, item.core, item.source, tuple(params), item.extern, item.span)
+    ctx.kernels[item.name] = ir.Kernel(item.name, item.core, item.source, tuple(params), item.extern, item.span,
+                                       includes=tuple(item.includes))
+
+
+def declare_alias(ctx: LowerContext, item: ast.KernelAlias) -> None:
+    """`kernel B, C = A [source "..."]`: new kernels with A's core, parameters and body (after
+    every `kernel` declaration, so A may be declared anywhere, or be an alias itself)."""
+    base = ctx.kernels.get(item.base)
+    if base is None:
+        if item.base in ctx.kernel_tables:
+            ctx.err("PG019", f"'{item.base}' is a kernels table; an alias names one kernel", item.span)
+        else:
+            guess = closest(item.base, ctx.kernels)
+            ctx.err("PG002", f"kernel '{item.base}' is not declared (aliased by {', '.join(item.names)})", item.span,
+                    hint=f"did you mean '{guess}'?" if guess else "declare it with `kernel NAME aic|aiv|mix (params)`")
+        ctx.failed.update(item.names)
+        return
+    for name, span in zip(item.names, item.name_spans or (item.span,) * len(item.names)):
+        if kernel_name_taken(ctx, name, span):
+            continue
+        source = item.source if item.source is not None else (base.source if base.extern else None)
+        ctx.kernels[name] = ir.Kernel(name, base.core, source, base.params, base.extern, span,
+                                      alias_of=base.body, includes=base.includes)
+
+
+def declare_table(ctx: LowerContext, item: ast.KernelTable) -> None:
+    """`kernels T = [A, B, ...]`: a table of declared kernels (their signatures are PG039's)."""
+    if kernel_name_taken(ctx, item.name, item.span):
+        return
+    ok = True
+    for m in item.members:
+        if m in ctx.kernels or m in ctx.failed:
+            continue
+        ok = False
+        what = "a kernels table" if m in ctx.kernel_tables else "not a declared kernel"
+        guess = closest(m, ctx.kernels)
+        ctx.err("PG002" if m not in ctx.kernel_tables else "PG019", f"'{m}' in kernels table '{item.name}' is {what}",
+                item.span, hint=f"did you mean '{guess}'?" if guess else "a table lists kernels")
+    if ok:
+        ctx.kernel_tables[item.name] = ir.KernelTable(item.name, item.members, item.span)
+    else:
+        ctx.failed.add(item.name)
 
 
 def declare_target(ctx: LowerContext, item: ast.Target) -> None:
@@ -133,6 +183,9 @@ def finish_costs(ctx: LowerContext) -> None:
 def lower_assert(ctx: LowerContext, item: ast.Assert, env: Env) -> None:
     """Record an assert (folded); pgraph.plan checks it (PG008) and that it uses constants only."""
     folded = ctx.fold(item.expr, env)
+    if folded is not None and has_runtime(folded):
+        ctx.runtime_err(item.expr, "an assert")
+        return
     if folded is not None:
         ctx.asserts.append(ir.AssertStmt(folded, item.expr, item.message, item.span))
 

@@ -57,7 +57,8 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
         kernels=ctx.kernels, scopes=tuple(ctx.scopes), loops=tuple(ctx.loops), tilesets=ctx.tilesets,
         dispatches=tuple(ctx.dispatches), phases=tuple(ctx.phases), carries=ctx.carries, target=ctx.target,
         costs=ctx.costs, asserts=tuple(ctx.asserts), target_items=tuple(ctx.target_items),
-        cost_items=tuple(ctx.cost_items), interleaves=tuple(ctx.interleaves), tree=ctx.finish_tree(tree),
+        cost_items=tuple(ctx.cost_items), interleaves=tuple(ctx.interleaves), kernel_tables=ctx.kernel_tables,
+        tree=ctx.finish_tree(tree),
     )
 
 
@@ -97,6 +98,8 @@ def declare_items(ctx: LowerContext) -> list[ast.Entry]:
                 decls.declare_view(ctx, item, Env({}), None)
             case ast.KernelDecl():
                 decls.declare_kernel(ctx, item)
+            case ast.KernelAlias() | ast.KernelTable():
+                pass  # below, once every kernel is declared
             case ast.Target():
                 decls.declare_target(ctx, item)
             case ast.Cost():
@@ -114,6 +117,12 @@ def declare_items(ctx: LowerContext) -> list[ast.Entry]:
                     entries[item.span.filename] = item
             case _:
                 unhandled(item)
+    for item in ctx.loaded.items:
+        if isinstance(item, ast.KernelAlias):
+            decls.declare_alias(ctx, item)
+    for item in ctx.loaded.items:
+        if isinstance(item, ast.KernelTable):
+            decls.declare_table(ctx, item)
     return list(entries.values())
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import attrs
 
 from pgraph.diagnostics import Note
-from pgraph.expr import Expr, free_vars
+from pgraph.expr import Expr, free_vars, has_runtime
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.kinds import DIRECTION_ACCESSES, DepKind, Flag, NodeKind, TaskKind, unhandled
@@ -37,6 +37,11 @@ def axes(ctx: LowerContext, decl: Iterable[ast.Axis], env: Env) -> list[ir.IAxis
     return out
 
 
+#: What a bound `call` lowers to: kernel (a table's first member), args, accesses, call site,
+#: kernels table and index (None for a plain call).
+Bound = tuple[str, list[ir.Arg], list[ir.Access], ir.CallSite, str | None, Expr | None]
+
+
 def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
     """Lower one task declaration into its TileSet and Dispatches (one per wave of a `tiles`)."""
     if t.name in ctx.tilesets or t.name in ctx.carries:
@@ -53,10 +58,10 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
     ctx.failed.discard(t.name)
     local = where.env.child()
     local.variables.update(a.var for a in index)
-    body = lower_body(ctx, t, local) if t.kind is not TaskKind.DUMMY else ([], None, [], None)
+    body = lower_body(ctx, t, local) if t.kind is not TaskKind.DUMMY else ([], None, ())
     if body is None:
         return
-    accesses, kernel, args, call = body
+    explicit, call, untouched = body
     specs: list[WaveSpec]
     wave_decls: list[ir.WaveDecl] = []
     if t.kind is TaskKind.TILES:
@@ -65,6 +70,7 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
         specs = [(None, [], index, (), (), t.span)]
     else:
         specs = [(None, index, [], (), (), t.span)]
+    wave_calls = {w.name: w.call for w in waves}
     names = []
     wave_flag_spans = {w.name: tuple(zip(w.flags, w.flag_spans)) for w in waves}
     for wave, task_axes, block_axes, wflags, wdeps, span in specs:
@@ -76,12 +82,22 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
         deps = lower_deps(ctx, (*(t.deps or ()), *wdeps), local, task_axes, block_axes, where.loops, name)
         if deps is None:
             continue
+        bound: Bound | None = None
+        the_call = (wave_calls.get(wave) if wave else None) or call
+        if t.kind is not TaskKind.DUMMY:
+            if the_call is None:
+                continue  # a missing call is PG028 (frontend.forms)
+            bound = lower_call(ctx, the_call, local, explicit, untouched, task_axes, block_axes, where.loops)
+            if bound is None:
+                continue
+        kernel, args, accesses, site, table, kindex = bound or (None, [], [], None, None, None)
         ctx.dispatches.append(ir.Dispatch(
             name=name, tileset=t.name, wave=wave, kind=kind, task_axes=tuple(task_axes),
             block_axes=tuple(block_axes), accesses=tuple(accesses), kernel=kernel, args=tuple(args),
             early=Flag.EARLY in flags, sync_start=Flag.SYNC_START in flags, deps=deps, scope=where.scope,
             phase=where.phase, order=len(ctx.dispatches), loops=where.loops, span=span if wave else t.span,
-            interleave=where.interleave, call=call,
+            interleave=where.interleave, call=site, kernel_table=table, kernel_index=kindex,
+            untouched=untouched,
             flag_spans=(*zip(t.flags, t.flag_spans), *wave_flag_spans.get(wave or "", ())),
         ))
         names.append(name)
@@ -148,6 +164,11 @@ def lower_deps(ctx: LowerContext, deps: Iterable[ast.Dep], env: Env, task_axes: 
                     ok = False
                     parts.append(None)
                     continue
+                if has_runtime(folded):
+                    ctx.runtime_err(e, "a dep selection")
+                    ok = False
+                    parts.append(None)
+                    continue
                 used = free_vars(folded) - allowed
                 if used:
                     ctx.err("PG002", f"'{sorted(used)[0]}' is not defined here", e.span)
@@ -159,9 +180,11 @@ def lower_deps(ctx: LowerContext, deps: Iterable[ast.Dep], env: Env, task_axes: 
 
 
 def lower_body(ctx: LowerContext, t: ast.Task, env: Env
-               ) -> tuple[list[ir.Access], str | None, list[ir.Arg], ir.CallSite | None] | None:
-    """Lets, access clauses, item loops and the call of a task body (the first call: PG003 for more)."""
+               ) -> tuple[list[ir.Access], ast.Call | None, tuple[tuple[str, Span], ...]] | None:
+    """Lets, access clauses, `untouched`, item loops and the call of a task body (the first call:
+    PG003 for more). The call is bound per dispatch (`lower_call`), since a wave may have its own."""
     explicit: list[ir.Access] = []
+    untouched: list[tuple[str, Span]] = []
     call: ast.Call | None = None
     ok = True
     for item in t.body:
@@ -178,6 +201,15 @@ def lower_body(ctx: LowerContext, t: ast.Task, env: Env
                     ok = ok and reg is not None
                     if reg is not None:
                         explicit.append(ir.Access(item.kind, reg, (), r.span, explicit=True))
+            case ast.Untouched():
+                for name in item.names:
+                    if ctx.tensor_type(name) is not None:
+                        untouched.append((name, item.span))
+                    elif name not in ctx.failed:
+                        guess = closest(name, [*ctx.tensors, *ctx.carry_types])
+                        ctx.err("PG002", f"'{name}' is not a declared tensor (`untouched` names tensors the kernel "
+                                "is passed)", item.span, hint=f"did you mean '{guess}'?" if guess else None)
+                        ok = False
             case ast.ItemLoop():
                 got = item_loop(ctx, item, env)
                 ok = ok and got is not None
@@ -188,24 +220,64 @@ def lower_body(ctx: LowerContext, t: ast.Task, env: Env
                 pass  # waves are lowered by wave_specs
             case _:
                 unhandled(item)
-    if not ok or call is None:
-        return None  # a missing call is PG028 (frontend.forms)
+    if not ok:
+        return None
+    return explicit, call, tuple(untouched)
+
+
+def lower_call(ctx: LowerContext, call: ast.Call, env: Env, explicit: list[ir.Access],
+               untouched: tuple[tuple[str, Span], ...], task_axes: list[ir.IAxis], block_axes: list[ir.IAxis],
+               loops: tuple[int, ...]) -> Bound | None:
+    """Resolve one `call` for one dispatch: the kernel (or table and index), bound arguments, accesses."""
+    table: ir.KernelTable | None = ctx.kernel_tables.get(call.kernel)
+    index: Expr | None = None
     kernel = ctx.kernels.get(call.kernel)
-    if kernel is None:
-        guess = closest(call.kernel, ctx.kernels)
+    if call.kernel in ctx.failed:
+        return None
+    if table is not None:
+        if call.index is None:
+            ctx.err("PG039", f"'{call.kernel}' is a kernels table; the call must pick a kernel with an index",
+                    call.span, [Note(f"'{table.name}' declared here", table.span)],
+                    hint=f"write `call {call.kernel}[INDEX](...)` with an index of the task (0..{len(table.members) - 1})")
+            return None
+        index = ctx.fold(call.index, env)
+        if index is None:
+            return None
+        if has_runtime(index):
+            ctx.runtime_err(call.index, "a kernel index")
+            return None
+        allowed = {a.var for a in task_axes} | {ctx.loops[lp].axis.var for lp in loops}
+        blocks = free_vars(index) & {a.var for a in block_axes}
+        if blocks:
+            ctx.err("PG039", f"the kernel index of '{call.kernel}' uses SPMD block index '{sorted(blocks)[0]}': "
+                    "every block of one task runs the same kernel", call.index.span,
+                    hint="index the table with task indices and loop variables only (one kernel per task)")
+            return None
+        unknown = free_vars(index) - allowed
+        if unknown:
+            ctx.err("PG002", f"'{sorted(unknown)[0]}' is not defined here", call.index.span)
+            return None
+        kernel = ctx.kernels[table.members[0]]
+    elif kernel is None:
+        guess = closest(call.kernel, [*ctx.kernels, *ctx.kernel_tables])
         at = call.span.file.line(call.span.line).find(call.kernel, call.span.col - 1) + 1
         name_span = attrs.evolve(call.span, col=at, end_line=call.span.line, end_col=at + len(call.kernel))
         ctx.err("PG002", f"kernel '{call.kernel}' is not declared", call.span,
                 hint=f"did you mean '{guess}'?" if guess else "declare it with `kernel NAME aic|aiv|mix (params)`",
                 fix=respell(name_span, call.kernel, guess) if at > 0 else None)
         return None
+    elif call.index is not None:
+        ctx.err("PG039", f"'{call.kernel}' is a kernel, not a kernels table; it takes no index", call.index.span,
+                hint=f"drop the index, or declare `kernels TABLE = [{call.kernel}, ...]` and call `TABLE[i]`")
+        return None
     site = ir.CallSite(kernel.name, len(call.args), call.span)
+    tname = table.name if table is not None else None
     if len(call.args) != len(kernel.params):
-        return explicit, kernel.name, [], site  # PG009 (pgraph.plan): nothing to bind by position
+        return kernel.name, [], list(explicit), site, tname, index  # PG009 (pgraph.plan): nothing to bind
     args = bind_args(ctx, call, kernel, env)
     if args is None:
         return None
-    return accesses_for(ctx, args, explicit), kernel.name, args, site
+    return kernel.name, args, accesses_for(ctx, args, explicit, untouched), site, tname, index
 
 
 def item_loop(ctx: LowerContext, item: ast.ItemLoop, env: Env) -> list[ir.Access] | None:
@@ -312,10 +384,12 @@ def known_value(ctx: LowerContext, name: str, env: Env) -> bool:
     return name in ctx.const_decls or name in env.values or name in env.variables or name in ctx.scalars
 
 
-def accesses_for(ctx: LowerContext, args: list[ir.Arg], explicit: list[ir.Access]) -> list[ir.Access]:
+def accesses_for(ctx: LowerContext, args: list[ir.Arg], explicit: list[ir.Access],
+                 untouched: tuple[tuple[str, Span], ...] = ()) -> list[ir.Access]:
     """The explicit access clauses, plus the accesses each parameter direction implies for a
-    tensor the body does not state (a clause on a tensor not passed is pgraph.plan's PG010)."""
-    explicit_roots = {ctx.root_of(a.region.tensor) for a in explicit}
+    tensor the body neither states nor marks `untouched` (a clause on a tensor not passed is
+    pgraph.plan's PG010)."""
+    explicit_roots = {ctx.root_of(a.region.tensor) for a in explicit} | {ctx.root_of(n) for n, _ in untouched}
     out = list(explicit)
     for arg in args:
         if arg.region is None or ctx.root_of(arg.region.tensor) in explicit_roots:

@@ -32,6 +32,18 @@ class FactMissing(InternalError):
     """A pass read a fact no earlier pass produced (a pipeline ordering bug)."""
 
 
+def layer_loop_of(program: Program) -> int | None:
+    """The layer loop: of the loops standing directly in the entry scope, the one holding the most
+    dispatches (the first of those on a tie); None without such a loop. The decode entry also
+    has the one-trip loops around copy_hidden and copy_out (pypto `pl.parallel(0, 16, 16)`,
+    ABI reference §5), which hold one dispatch each."""
+    top = [lp for lp in program.loops if lp.parent_scope == 0]
+    if not top:
+        return None
+    held = {lp.id: sum(1 for d in program.dispatches if lp.id in d.loops) for lp in top}
+    return max(top, key=lambda lp: (held[lp.id], -lp.id)).id
+
+
 @attrs.define
 class Plan:
     """What the planner knows about one program: its instance graph, diagnostics and facts."""
@@ -40,12 +52,12 @@ class Plan:
     graph: InstanceGraph
     bag: DiagnosticBag
     _facts: dict[type[Fact], Fact] = attrs.field(factory=dict)
-    #: the id of the first top-level loop (the layer loop), or None (set from `program`)
+    #: the id of the layer loop (`layer_loop_of`), or None (set from `program`)
     layer_loop: int | None = attrs.field(init=False)
     _rep: int | None = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.layer_loop = next((lp.id for lp in self.program.loops if lp.parent_scope == 0), None)
+        self.layer_loop = layer_loop_of(self.program)
         self._rep = None
         if self.layer_loop is not None:
             self._rep = representative_iteration(self.program.loops[self.layer_loop].axis)
@@ -78,14 +90,19 @@ class Plan:
         return bool(inst.loops) and inst.loops[0] == self.layer_loop and inst.iters[0] == self._rep
 
     def reported(self, inst: Instance) -> bool:
-        """Instances per-layer reports show: the representative layer, plus tasks outside every loop."""
-        return self.in_layer(inst) or (inst.kind is not TaskKind.ALLOC and not inst.loops)
+        """Instances per-layer reports show: the representative layer, plus tasks outside the layer
+        loop (of another loop, such as copy_hidden's one-trip loop, its first iteration)."""
+        if self.in_layer(inst):
+            return True
+        if inst.kind is TaskKind.ALLOC or self.layer_loop in inst.loops:
+            return False
+        return all(it == self.program.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters))
 
 
 def layer_share(plan: Plan, inst: Instance) -> int:
     """How many real tasks `inst` stands for within one layer (nested window-expanded loops)."""
     lid = plan.layer_loop
-    if lid is None or not inst.iters:
+    if lid is None or lid not in inst.loops:
         return inst.weight
     rep = plan.representative_iteration()
     return inst.weight // plan.graph.loop_weight(lid, rep if rep is not None else 0)

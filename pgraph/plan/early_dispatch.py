@@ -19,7 +19,7 @@ import attrs
 from pgraph.diagnostics import Edit, Fix, Note, Severity
 from pgraph.ir.instances import Instance
 from pgraph.kinds import WAIT, Flag, TaskKind
-from pgraph.plan.base import Fact, Pass, Plan
+from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
 class EarlyState(enum.StrEnum):
@@ -110,7 +110,7 @@ class EarlyDispatchPass(Pass):
             row = table.setdefault(inst.dispatch, {"dispatch": inst.dispatch, "states": defaultdict(int),
                                                    "blocked_by": set(), "early": flagged(plan, inst),
                                                    "order": plan.program.dispatch(inst.dispatch).order})
-            row["states"][state] += 1
+            row["states"][state] += layer_share(plan, inst)  # the real tasks a window copy stands for
             for u in blocking:
                 row["blocked_by"].add(g.instances[u].dispatch)
         rows = []

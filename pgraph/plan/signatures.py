@@ -1,9 +1,11 @@
 """Checks of kernel calls against kernel signatures: argument count (PG009), directions against
-the declared accesses (PG010), dtypes (PG011) and shapes (PG012)."""
+the declared accesses (PG010), dtypes (PG011), shapes (PG012), and scalars that would differ per
+SPMD block (PG040)."""
 
 from __future__ import annotations
 
 from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.expr import free_vars
 from pgraph.ir.program import Arg, Dispatch, Kernel, Program
 from pgraph.ir.queries import region_shape, root, tensor_of
 from pgraph.kinds import DIRECTION_ACCESSES, AccessKind
@@ -36,6 +38,7 @@ class SignaturesCheck(ProgramCheck):
                         f"{d.call.arity}", d.call.span, [Note(f"'{kernel.name}' declared here", kernel.span)])
                 continue
             ok = all([self.arg(program, a, kernel, bag) for a in d.args])
+            self.block_scalars(d, kernel, bag)
             if ok:
                 self.accesses(program, d, kernel, bag)
 
@@ -65,17 +68,39 @@ class SignaturesCheck(ProgramCheck):
         return True
 
     @staticmethod
+    def block_scalars(d: Dispatch, kernel: Kernel, bag: DiagnosticBag) -> None:
+        """PG040: a scalar argument that uses an SPMD block index (one payload for every block)."""
+        blocks = {a.var for a in d.block_axes}
+        for arg in d.args:
+            used = free_vars(arg.scalar) & blocks if arg.scalar is not None else set()
+            if used:
+                bag.add("PG040", f"scalar '{arg.param.name}' of '{kernel.name}' uses SPMD block index "
+                        f"{', '.join(sorted(used))}, but every block of '{d.name}' gets the same arguments",
+                        arg.span, [Note(f"parameter '{arg.param.name}' declared here", arg.param.span)],
+                        hint="pass what every block shares (the first tile, a base offset); the kernel derives its "
+                             "own part from get_block_idx(args)")
+
+    @staticmethod
     def accesses(p: Program, d: Dispatch, kernel: Kernel, bag: DiagnosticBag) -> None:
         """PG010: an access clause on a tensor not passed, or one the parameter's direction forbids."""
         by_root: dict[str, Arg] = {}
         for arg in d.args:
             if arg.region is not None:
                 by_root.setdefault(root(p, arg.region.tensor), arg)
+        untouched = {root(p, name): span for name, span in d.untouched}
+        for name, span in d.untouched:
+            if root(p, name) not in by_root:
+                bag.add("PG010", f"'{name}' is marked untouched but is not passed to '{kernel.name}'", span,
+                        hint="`untouched` names arguments of the call that the kernel neither reads nor writes")
         for acc in d.accesses:
             if not acc.explicit:
                 continue
             bound = by_root.get(root(p, acc.region.tensor))
-            if bound is None:
+            if root(p, acc.region.tensor) in untouched:
+                bag.add("PG010", f"'{acc.region.tensor}' is marked untouched, but the task {ACCESS_VERB[acc.kind]}",
+                        acc.span, [Note("marked untouched here", untouched[root(p, acc.region.tensor)])],
+                        hint="drop it from `untouched`, or drop the access clause")
+            elif bound is None:
                 bag.add("PG010", f"the task accesses '{acc.region.tensor}' but does not pass it to '{kernel.name}'",
                         acc.span, hint="a kernel touches only the tensors it is passed")
             elif acc.kind not in DIRECTION_ACCESSES[bound.param.direction]:

@@ -68,8 +68,8 @@ class WavesCheck(ProgramCheck):
 
 
 class WaveDepsCheck(ProgramCheck):
-    """PG027: a dep or scalar argument that uses an SPMD block index (one task has one dep list
-    and passes one value of each scalar to all its blocks: `CoreTaskArgs.add_scalar`)."""
+    """PG027: a dep expression that uses an SPMD block index (one task waits for all its deps;
+    a scalar that does is PG040, pgraph.plan.signatures)."""
 
     name = "wave-deps"
 
@@ -78,13 +78,6 @@ class WaveDepsCheck(ProgramCheck):
             block_vars = {a.var for a in d.block_axes}
             if not block_vars:
                 continue
-            for arg in d.args:
-                used = free_vars(arg.scalar) & block_vars if arg.scalar is not None else set()
-                if used:
-                    bag.add("PG027", f"scalar argument '{arg.param.name}' of '{d.name}' uses SPMD block index "
-                            f"{', '.join(sorted(used))}; one task passes one value to all its blocks", arg.span,
-                            hint="derive the per-block value inside the kernel from its block index, or declare "
-                                 "the tiles as separate tasks (`parallel`)")
             for dep in d.deps:
                 for sel in dep.sels or ():
                     for e in (sel.a, sel.b):

@@ -2,13 +2,15 @@
 // submit instead of running it. It models what decides the task graph in simpler's
 // tensormap_and_ringbuffer runtime (pgraph reference runtime_and_orchestration.md §1.4,
 // §3.2, §4.1, §4.3), independently of pgraph's Python planner:
-//   - scopes: a stack with AUTO/MANUAL modes; depth 0 is the executor's root scope;
-//     ring = min(depth, 3); AUTO inside MANUAL is fatal 5; at most 64 levels;
+//   - scopes: a stack with AUTO/MANUAL modes, the mode read from the runtime's pending scope
+//     mode; depth 0 is the executor's root scope; ring = min(depth, 3); AUTO inside MANUAL is
+//     fatal 5; at most 64 levels;
 //   - task ids: per-ring local counters, raw = (ring << 32) | local; alloc tasks and dummies
 //     take ids too; a scope holding window-1 (16383) tasks is fatal 1 (SCOPE_DEADLOCK);
-//   - submit validation: Arg errors (tensor after scalar, second set_dependencies) fatal 5;
-//     empty mask or block_num < 1 fatal 5; sync_start with block_num > 1 above the cluster
-//     count (MIX/AIC, 24 on a2a3) or AIV count (48) fatal 7;
+//   - submit validation: Arg errors (tensor after scalar, second set_dependencies, null deps)
+//     fatal 5; empty mask or block_num < 1 fatal 5; sync_start with block_num > 1 above the
+//     cluster count (MIX/AIC, 24 on a2a3) or AIV count (48) fatal 7; a view or reshape outside
+//     its source (or of a non-contiguous tensor) fatal 5 when it is made;
 //   - explicit deps: an invalid or unknown id is fatal 5; otherwise a WAIT|RETAIN edge;
 //   - AUTO scopes only (nothing in MANUAL), per tensor argument except OUTPUT:
 //     A. creator edge to owner_task_id when valid; B. for INPUT/INOUT without manual_dep, a
@@ -18,11 +20,16 @@
 //     lookups, INOUT and OUTPUT_EXISTING are inserted as new entries;
 //   - edges are deduplicated per producer per submission (flags OR-ed).
 // Nothing completes or retires, so every entry stays live: the recorded graph is the
-// dependency structure, not a schedule. Output format: see write_record().
+// dependency structure, not a schedule. Besides the graph it records the calling interface of
+// every submit: func ids, each tensor argument's tag, buffer, start offset, shape and strides,
+// each scalar's 64-bit value, and the explicit deps in append order; and per alloc_tensors call
+// the buffers it creates. Output format: see recorder_write().
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -32,6 +39,25 @@
 #include "pto_orchestration_api.h"
 #include "recording_runtime.h"
 
+// The recorder's view of the header's private state (declared a friend there).
+struct PTO2RecorderAccess {
+    template <int T, int S>
+    static const ChipTensor* tensor(const TaskArgsTpl<T, S>& a, uint32_t i) { return a.tensors_[i].tensor_; }
+    template <int T, int S>
+    static const TensorCreateInfo* create_info(const TaskArgsTpl<T, S>& a, uint32_t i) {
+        return a.tensors_[i].create_info_;
+    }
+    static const PTO2TaskId* deps(const CoreTaskArgs& a) { return a.deps_; }
+    static const uint32_t* shapes(const TensorCreateInfo& ci) { return ci.shapes_; }
+    static uint32_t ndims(const TensorCreateInfo& ci) { return ci.ndims_; }
+    static DataType dtype(const TensorCreateInfo& ci) { return ci.dtype_; }
+    static bool manual_dep(const TensorCreateInfo& ci) { return ci.manual_dep_; }
+    static void set(TaskOutputTensors& out, PTO2TaskId id) { out.id_ = id; }
+    static void add(TaskOutputTensors& out, const ChipTensor* t) { out.outs_[out.count_++] = t; }
+};
+
+using Access = PTO2RecorderAccess;
+
 namespace {
 
 constexpr int kMaxRingDepth = 4;          // PTO2_MAX_RING_DEPTH
@@ -39,6 +65,7 @@ constexpr uint32_t kTaskWindow = 16384;   // PTO2_TASK_WINDOW_SIZE (per ring)
 constexpr size_t kMaxScopeDepth = 64;     // PTO2_MAX_SCOPE_DEPTH
 constexpr int kClusters = 24;             // a2a3 PLATFORM_MAX_BLOCKDIM (1 AIC + 2 AIV each)
 constexpr int kAivCores = 48;
+constexpr uint32_t kMaxDims = 5;
 
 enum EdgeKind : int { kExplicit = 1, kCreator = 2, kTensorMap = 4 };
 
@@ -47,7 +74,9 @@ struct ArgRec {
     uint64_t addr;
     uint64_t start_offset;
     uint32_t ndims;
-    uint32_t shapes[MAX_TENSOR_DIMS];
+    uint32_t shapes[kMaxDims];
+    uint32_t strides[kMaxDims];
+    DataType dtype;
 };
 
 struct TaskRec {
@@ -63,6 +92,9 @@ struct TaskRec {
     uint32_t dep_entries;
     uint32_t tensors;
     std::vector<ArgRec> args;
+    std::vector<uint64_t> scalars;
+    std::vector<int> deps;  // producer task indices, in append order
+    std::vector<ArgRec> outs;  // alloc tasks: the buffers created, in get_ref order
 };
 
 struct ScopeRec {
@@ -92,6 +124,7 @@ struct Recorder {
     uint32_t next_local[kMaxRingDepth] = {0, 0, 0, 0};
     std::unordered_map<uint64_t, int> by_raw;
     std::unordered_map<uint64_t, std::vector<Entry>> tensormap;
+    std::deque<ChipTensor> outputs;  // alloc outputs: stable addresses (TaskOutputTensors points here)
     uint64_t next_addr = 0x100000000ull;
     int fatal_code = 0;
     std::string fatal_msg;
@@ -135,7 +168,7 @@ int new_task(Recorder& r, const char* kind) {
     int ring = current_ring(r);
     TaskRec t{};
     t.kind = kind;
-    t.id = PTO2TaskId::make(static_cast<uint32_t>(ring), r.next_local[ring]++);
+    t.id = PTO2TaskId::make(static_cast<uint8_t>(ring), r.next_local[ring]++);
     t.depth = depth(r);
     t.manual = in_manual(r);
     t.scope = top.instance;
@@ -157,6 +190,14 @@ bool row_major(const ChipTensor& t) {
     if (t.ndims == 0 || t.strides[t.ndims - 1] != 1) return false;
     for (uint32_t d = 0; d + 1 < t.ndims; ++d) {
         if (t.strides[d] < t.strides[d + 1] || t.strides[d] % t.strides[d + 1] != 0) return false;
+    }
+    return true;
+}
+
+bool contiguous(const ChipTensor& t) {
+    if (!row_major(t)) return false;
+    for (uint32_t d = 0; d + 1 < t.ndims; ++d) {
+        if (t.strides[d] != static_cast<uint64_t>(t.strides[d + 1]) * t.shapes[d + 1]) return false;
     }
     return true;
 }
@@ -190,39 +231,46 @@ Overlap check_overlap(const ChipTensor& in, const ChipTensor& entry) {
 
 TaskOutputTensors finish(const Recorder& r, int idx) {
     TaskOutputTensors out;
-    out.id = idx < 0 ? PTO2TaskId::invalid() : r.tasks[idx].id;
+    Access::set(out, idx < 0 ? PTO2TaskId::invalid() : r.tasks[idx].id);
     return out;
 }
 
+ArgRec arg_of(const ChipTensor& c, TensorArgType tag) {
+    ArgRec ar{};
+    ar.tag = tag;
+    ar.addr = c.buffer.addr;
+    ar.start_offset = c.start_offset;
+    ar.ndims = c.ndims;
+    ar.dtype = c.dtype;
+    for (uint32_t d = 0; d < c.ndims && d < kMaxDims; ++d) {
+        ar.shapes[d] = c.shapes[d];
+        ar.strides[d] = c.strides[d];
+    }
+    return ar;
+}
+
 void record_args(TaskRec& t, const CoreTaskArgs& a) {
-    t.tensors = a.tensor_count;
-    for (uint32_t i = 0; i < a.tensor_count; ++i) {
+    t.tensors = a.tensor_count();
+    for (uint32_t i = 0; i < a.tensor_count(); ++i) {
+        const ChipTensor* c = Access::tensor(a, i);
         ArgRec ar{};
-        ar.tag = a.tags[i];
-        if (a.tensors[i] != nullptr) {
-            const ChipTensor& c = *a.tensors[i];
-            ar.addr = c.buffer.addr;
-            ar.start_offset = c.start_offset;
-            ar.ndims = c.ndims;
-            for (uint32_t d = 0; d < c.ndims; ++d) ar.shapes[d] = c.shapes[d];
-        }
+        if (c != nullptr) ar = arg_of(*c, a.tag(i));
+        ar.tag = a.tag(i);
         t.args.push_back(ar);
     }
+    for (uint32_t i = 0; i < a.scalar_count(); ++i) t.scalars.push_back(a.scalar(i));
 }
 
 // The common submit path (simpler submit_task_common): deps, TensorMap, registration.
-TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTaskArgs& a, const char* kind) {
+TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTaskArgs& a, const char* kind,
+                                bool dummy) {
     if (a.has_error) {
         fatal(r, 5, std::string("INVALID_ARGS: ") + (a.error_msg ? a.error_msg : "argument error"));
         return TaskOutputTensors{};
     }
-    for (uint32_t i = 0; i < a.tensor_count; ++i) {
-        if (a.tags[i] == TensorArgType::OUTPUT) {
-            fatal(r, 5, "the recorder does not model add_output(TensorCreateInfo)");
-            return TaskOutputTensors{};
-        }
-        if (a.tensors[i]->view_error) {
-            fatal(r, 5, "INVALID_ARGS: a view or reshape reaches outside its source tensor");
+    for (uint32_t i = 0; i < a.tensor_count(); ++i) {
+        if (a.tag(i) == TensorArgType::OUTPUT) {
+            fatal(r, 5, "the recorder does not model add_output(TensorCreateInfo) on a submit");
             return TaskOutputTensors{};
         }
     }
@@ -230,25 +278,27 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
     if (idx < 0) return TaskOutputTensors{};
     TaskRec& t = r.tasks[idx];
     t.kernels = k;
-    t.blocks = a.launch_spec.block_num;
-    t.early = a.allow_early_resolve;
-    t.sync = a.launch_spec.require_sync_start;
-    t.dep_entries = a.dep_count;
+    t.blocks = dummy ? 0 : a.launch_spec.block_num();
+    t.early = a.allow_early_resolve();
+    t.sync = dummy ? false : a.launch_spec.require_sync_start();
+    t.dep_entries = a.explicit_dep_count();
     record_args(t, a);
-    for (uint32_t i = 0; i < a.dep_count; ++i) {
-        PTO2TaskId d = a.deps[i];
+    const PTO2TaskId* deps = Access::deps(a);
+    for (uint32_t i = 0; i < a.explicit_dep_count(); ++i) {
+        PTO2TaskId d = deps[i];
         auto it = d.is_valid() ? r.by_raw.find(d.raw) : r.by_raw.end();
         if (it == r.by_raw.end()) {
             fatal(r, 5, d.is_valid() ? "explicit dep on an unknown task id" : "explicit dep on an invalid task id");
             return TaskOutputTensors{};
         }
+        r.tasks[idx].deps.push_back(it->second);
         add_edge(r, it->second, idx, kExplicit);
     }
     if (in_manual(r)) return finish(r, idx);
     std::vector<const ChipTensor*> reg;
-    for (uint32_t i = 0; i < a.tensor_count; ++i) {
-        const ChipTensor& c = *a.tensors[i];
-        TensorArgType tag = a.tags[i];
+    for (uint32_t i = 0; i < a.tensor_count(); ++i) {
+        const ChipTensor& c = *Access::tensor(a, i);
+        TensorArgType tag = a.tag(i);
         if (c.owner_task_id.is_valid()) {
             auto it = r.by_raw.find(c.owner_task_id.raw);
             if (it != r.by_raw.end()) add_edge(r, it->second, idx, kCreator);
@@ -274,33 +324,35 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
 
 TaskOutputTensors op_submit_task(PTO2Runtime* rt, const MixedKernels& k, const CoreTaskArgs& a) {
     Recorder& r = rec(rt);
-    int mask = (k.aic_kernel_id != INVALID_KERNEL_ID ? 1 : 0) | (k.aiv0_kernel_id != INVALID_KERNEL_ID ? 2 : 0) |
-               (k.aiv1_kernel_id != INVALID_KERNEL_ID ? 4 : 0);
-    if (mask == 0 || a.launch_spec.block_num < 1) {
+    PTO2ResourceShape shape = k.to_active_mask().to_shape();
+    if (shape == PTO2ResourceShape::DUMMY || a.launch_spec.block_num() < 1) {
         fatal(r, 5, "INVALID_ARGS: empty kernel mask or block_num < 1");
         return TaskOutputTensors{};
     }
-    bool mix_or_aic = (mask & 1) != 0;
-    int limit = mix_or_aic ? kClusters : kAivCores;
-    if (a.launch_spec.require_sync_start && a.launch_spec.block_num > 1 && a.launch_spec.block_num > limit) {
+    int limit = shape == PTO2ResourceShape::AIV ? kAivCores : kClusters;
+    if (a.launch_spec.require_sync_start() && a.launch_spec.block_num() > 1 && a.launch_spec.block_num() > limit) {
         fatal(r, 7, "REQUIRE_SYNC_START_INVALID: block_num exceeds the cores of its shape");
         return TaskOutputTensors{};
     }
-    return submit_common(r, k, a, "compute");
+    return submit_common(r, k, a, "compute", false);
 }
 
 TaskOutputTensors op_submit_dummy_task(PTO2Runtime* rt, const CoreTaskArgs& a) {
-    CoreTaskArgs copy = a;
-    copy.launch_spec.block_num = 0;  // a dummy runs no block
-    copy.launch_spec.require_sync_start = false;
-    return submit_common(rec(rt), MixedKernels{}, copy, "dummy");
+    return submit_common(rec(rt), MixedKernels{}, a, "dummy", true);  // a dummy runs no block
 }
 
-TaskOutputTensors op_alloc_tensors(PTO2Runtime* rt, const TensorCreateInfo* infos, uint32_t count) {
+TaskOutputTensors op_alloc_tensors(PTO2Runtime* rt, const CoreTaskArgs& a) {
     Recorder& r = rec(rt);
-    if (count == 0 || count > static_cast<uint32_t>(MAX_TENSOR_ARGS)) {
-        fatal(r, 5, "alloc_tensors: bad create-info count");
+    uint32_t count = a.tensor_count();
+    if (a.has_error || count == 0 || count > static_cast<uint32_t>(MAX_TENSOR_ARGS) || a.scalar_count() != 0) {
+        fatal(r, 5, "alloc_tensors: bad create-info list");
         return TaskOutputTensors{};
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+        if (a.tag(i) != TensorArgType::OUTPUT) {
+            fatal(r, 5, "alloc_tensors accepts OUTPUT create-infos only");
+            return TaskOutputTensors{};
+        }
     }
     int idx = new_task(r, "alloc");
     if (idx < 0) return TaskOutputTensors{};
@@ -308,22 +360,24 @@ TaskOutputTensors op_alloc_tensors(PTO2Runtime* rt, const TensorCreateInfo* info
     t.early = true;  // alloc tasks complete inline with allow_early_resolve forced on
     t.tensors = count;
     TaskOutputTensors out;
-    out.id = t.id;
-    out.count = count;
+    Access::set(out, t.id);
     for (uint32_t i = 0; i < count; ++i) {
-        const TensorCreateInfo& ci = infos[i];
-        ChipTensor c = make_tensor_external(r.next_addr, ci.shapes, ci.ndims, ci.dtype);
+        const TensorCreateInfo& ci = *Access::create_info(a, i);
+        ChipTensor c = make_tensor_external(reinterpret_cast<void*>(r.next_addr), Access::shapes(ci), Access::ndims(ci),
+                                            Access::dtype(ci), Access::manual_dep(ci));
         c.owner_task_id = t.id;
-        c.manual_dep = ci.manual_dep;
-        uint64_t bytes = c.numel() * data_type_size(ci.dtype);
-        r.next_addr += (bytes + 1023) / 1024 * 1024 + 1024;  // PTO2_PACKED_OUTPUT_ALIGN, never reused
-        out.outs[i] = c;
+        r.next_addr += (ci.buffer_size_bytes() + 1023) / 1024 * 1024 + 1024;  // PTO2_PACKED_OUTPUT_ALIGN, never reused
+        r.outputs.push_back(c);
+        t.outs.push_back(arg_of(c, TensorArgType::OUTPUT));
+        Access::add(out, &r.outputs.back());
     }
     return out;
 }
 
-void op_scope_begin(PTO2Runtime* rt, PTO2ScopeMode mode) {
+void op_scope_begin(PTO2Runtime* rt) {
     Recorder& r = rec(rt);
+    PTO2ScopeMode mode = rt->pending_scope_mode;
+    rt->pending_scope_mode = PTO2ScopeMode::AUTO;
     if (in_manual(r) && mode == PTO2ScopeMode::AUTO) fatal(r, 5, "INVALID_ARGS: AUTO scope inside a MANUAL scope");
     if (r.stack.size() >= kMaxScopeDepth) fatal(r, 5, "scope nesting deeper than 64");
     int parent = r.stack.empty() ? -1 : r.stack.back().instance;
@@ -345,13 +399,32 @@ void op_scope_end(PTO2Runtime* rt) {
 void op_scope_set_site(PTO2Runtime* rt, const char*, int line) { rec(rt).pending_site = line; }
 void op_orchestration_done(PTO2Runtime* rt) { rec(rt).done = true; }
 bool op_is_fatal(PTO2Runtime* rt) { return rec(rt).fatal_code != 0; }
-void op_report_fatal(PTO2Runtime* rt, int code, const char* msg) { fatal(rec(rt), code, msg ? msg : ""); }
+
+void op_report_fatal(PTO2Runtime* rt, int32_t code, const char* func, const char* fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt ? fmt : "", ap);
+    va_end(ap);
+    fatal(rec(rt), code, std::string(func ? func : "?") + ": " + msg);
+}
+
+void op_log(PTO2Runtime*, const char*, ...) {}
+uint64_t op_get_tensor_data(PTO2Runtime* rt, const ChipTensor&, uint32_t, const uint32_t*) {
+    fatal(rec(rt), 5, "the recorder does not model get_tensor_data");
+    return 0;
+}
+void op_set_tensor_data(PTO2Runtime* rt, const ChipTensor&, uint32_t, const uint32_t*, uint64_t) {
+    fatal(rec(rt), 5, "the recorder does not model set_tensor_data");
+}
 int op_available_cluster_count(PTO2Runtime*) { return kClusters; }
 int op_available_aiv_count(PTO2Runtime*) { return kAivCores; }
 
 const PTO2RuntimeOps kOps = {
-    op_submit_task, op_submit_dummy_task, op_alloc_tensors, op_scope_begin, op_scope_end, op_scope_set_site,
-    op_orchestration_done, op_is_fatal, op_report_fatal, op_available_cluster_count, op_available_aiv_count,
+    op_submit_task,  op_submit_dummy_task, op_alloc_tensors, op_scope_begin,       op_scope_end,
+    op_scope_set_site, op_orchestration_done, op_is_fatal,   op_report_fatal,      op_log,
+    op_log,          op_log,               op_log,           op_log,               op_get_tensor_data,
+    op_set_tensor_data, op_available_cluster_count, op_available_aiv_count,
 };
 
 const char* tag_name(TensorArgType t) {
@@ -364,60 +437,114 @@ const char* tag_name(TensorArgType t) {
     }
 }
 
+void view_fatal(const char* what) {
+    if (g_bound != nullptr) fatal(rec(g_bound), 5, std::string("INVALID_ARGS: ") + what);
+}
+
+void write_arg(FILE* f, const char* kind, size_t task, const ArgRec& a) {
+    fprintf(f, "%s %zu %s %llu %llu %u %d", kind, task, tag_name(a.tag), static_cast<unsigned long long>(a.addr),
+            static_cast<unsigned long long>(a.start_offset), a.ndims, static_cast<int>(a.dtype));
+    for (uint32_t d = 0; d < a.ndims; ++d) fprintf(f, " %u", a.shapes[d]);
+    for (uint32_t d = 0; d < a.ndims; ++d) fprintf(f, " %u", a.strides[d]);
+    fprintf(f, "\n");
+}
+
 }  // namespace
 
 // ---- ChipTensor ----
-uint64_t ChipTensor::numel() const {
+uint64_t ChipTensor::extent_elem() const {
     uint64_t n = 1;
     for (uint32_t d = 0; d < ndims; ++d) n *= shapes[d];
     return n;
 }
 
-ChipTensor ChipTensor::view(const uint32_t view_shapes[], const uint32_t offsets[]) const {
+uint64_t ChipTensor::nbytes() const { return extent_elem() * get_element_size(dtype); }
+
+ChipTensor ChipTensor::view(const uint32_t view_shapes[], const uint32_t offsets[], bool in_manual_dep) const {
     ChipTensor out = *this;
+    bool empty = false;
+    for (uint32_t d = 0; d < ndims; ++d) empty = empty || view_shapes[d] == 0;
     for (uint32_t d = 0; d < ndims; ++d) {
-        if (static_cast<uint64_t>(offsets[d]) + view_shapes[d] > shapes[d] && view_shapes[d] != 0) out.view_error = true;  // a zero-size view accepts any offset (ABI reference)
+        if (!empty && static_cast<uint64_t>(offsets[d]) + view_shapes[d] > shapes[d]) {
+            view_fatal("a view reaches outside its source tensor");
+        }
         out.shapes[d] = view_shapes[d];
-        out.start_offset += static_cast<uint64_t>(offsets[d]) * strides[d];
+        if (!empty) out.start_offset += static_cast<uint64_t>(offsets[d]) * strides[d];
     }
+    out.manual_dep = manual_dep || in_manual_dep;
     return out;
 }
 
-ChipTensor ChipTensor::reshape(const uint32_t new_shapes[], uint32_t new_ndims) const {
+ChipTensor ChipTensor::reshape(const uint32_t new_shapes[], uint32_t new_ndims, bool in_manual_dep) const {
     ChipTensor out = *this;
     uint64_t n = 1;
-    for (uint32_t d = 0; d < new_ndims && d < MAX_TENSOR_DIMS; ++d) n *= new_shapes[d];
-    bool contiguous = row_major(*this);
-    for (uint32_t d = 0; contiguous && d + 1 < ndims; ++d) contiguous = strides[d] == strides[d + 1] * shapes[d + 1];
-    if (n != numel() || !contiguous || new_ndims == 0 || new_ndims > MAX_TENSOR_DIMS) out.view_error = true;
+    for (uint32_t d = 0; d < new_ndims && d < kMaxDims; ++d) n *= new_shapes[d];
+    if (!contiguous(*this)) view_fatal("reshape of a non-contiguous tensor");
+    if (n != extent_elem() || new_ndims == 0 || new_ndims > kMaxDims) view_fatal("reshape changes the element count");
     out.ndims = new_ndims;
     uint64_t stride = 1;
     for (int d = static_cast<int>(new_ndims) - 1; d >= 0; --d) {
         out.shapes[d] = new_shapes[d];
-        out.strides[d] = stride;
+        out.strides[d] = static_cast<uint32_t>(stride);
         stride *= new_shapes[d];
+    }
+    out.manual_dep = manual_dep || in_manual_dep;
+    return out;
+}
+
+ChipTensor ChipTensor::transpose(uint32_t a, uint32_t b) const {
+    ChipTensor out = *this;
+    if (a >= ndims || b >= ndims) view_fatal("transpose of a dimension the tensor does not have");
+    else {
+        out.shapes[a] = shapes[b];
+        out.shapes[b] = shapes[a];
+        out.strides[a] = strides[b];
+        out.strides[b] = strides[a];
     }
     return out;
 }
 
-ChipTensor make_tensor_external(uint64_t addr, const uint32_t shapes[], uint32_t ndims, DataType dtype) {
+ChipTensor ChipTensor::permute(const uint32_t order[], uint32_t n) const {
+    ChipTensor out = *this;
+    if (n != ndims) view_fatal("permute with another number of dimensions");
+    for (uint32_t d = 0; d < n && d < ndims; ++d) {
+        out.shapes[d] = shapes[order[d]];
+        out.strides[d] = strides[order[d]];
+    }
+    return out;
+}
+
+ChipTensor ChipTensor::slice(uint32_t dim, uint32_t start, uint32_t length) const {
+    ChipTensor out = *this;
+    if (dim >= ndims || static_cast<uint64_t>(start) + length > shapes[dim]) view_fatal("slice outside its source");
+    else {
+        out.shapes[dim] = length;
+        out.start_offset += static_cast<uint64_t>(start) * strides[dim];
+    }
+    return out;
+}
+
+ChipTensor make_tensor_external(void* addr, const uint32_t shapes[], uint32_t ndims, DataType dtype, bool manual_dep,
+                                int32_t version, AddressSpace) {
     ChipTensor c{};
-    c.buffer.addr = addr;
+    c.buffer.addr = reinterpret_cast<uint64_t>(addr);
     c.owner_task_id = PTO2TaskId::invalid();
+    c.version = version;
+    c.manual_dep = manual_dep;
     c.dtype = dtype;
     c.ndims = ndims;
     uint64_t stride = 1;
     for (int d = static_cast<int>(ndims) - 1; d >= 0; --d) {
         c.shapes[d] = shapes[d];
-        c.strides[d] = stride;
+        c.strides[d] = static_cast<uint32_t>(stride);
         stride *= shapes[d];
     }
-    c.buffer.size = stride * data_type_size(dtype);
+    c.buffer.size = stride * get_element_size(dtype);
     return c;
 }
 
 // ---- binding ----
-void framework_bind_runtime(PTO2Runtime* rt) { g_bound = rt; }
+extern "C" void framework_bind_runtime(PTO2Runtime* rt) { g_bound = rt; }
 
 PTO2Runtime* framework_current_runtime() {
     if (g_bound == nullptr) {
@@ -440,7 +567,11 @@ int recorder_fatal_code() { return g_rec.fatal_code; }
 //   scope <instance> <parent> <depth> <auto|manual> <site line>
 //   task <index> <compute|dummy|alloc> <ring> <local> <depth> <auto|manual> <scope instance>
 //        <aic> <aiv0> <aiv1> <block_num> <early 0|1> <sync_start 0|1> <dep entries> <tensors>
-//   arg <task index> <INPUT|INOUT|OUTPUT_EXISTING|...> <buffer addr> <start_offset> <ndims> <shape...>
+//   arg <task index> <INPUT|INOUT|OUTPUT_EXISTING|...> <buffer addr> <start_offset> <ndims> <dtype>
+//       <shape...> <strides...>
+//   scalar <task index> <position> <64-bit value>
+//   dep <task index> <position> <producer task index>
+//   out <alloc task index> OUTPUT <buffer addr> 0 <ndims> <dtype> <shape...> <strides...>
 //   edge <pred index> <succ index> <flags: 1 explicit | 2 creator | 4 tensormap>
 //   fatal <code> <message>            (only when the run hit a fatal error)
 bool recorder_write(const char* path) {
@@ -454,15 +585,16 @@ bool recorder_write(const char* path) {
     }
     for (size_t i = 0; i < r.tasks.size(); ++i) {
         const TaskRec& t = r.tasks[i];
-        fprintf(f, "task %zu %s %u %u %d %s %d %d %d %d %d %d %d %u %u\n", i, t.kind, t.id.ring(), t.id.local(), t.depth,
-                t.manual ? "manual" : "auto", t.scope, t.kernels.aic_kernel_id, t.kernels.aiv0_kernel_id,
-                t.kernels.aiv1_kernel_id, t.blocks, t.early ? 1 : 0, t.sync ? 1 : 0, t.dep_entries, t.tensors);
-        for (const ArgRec& a : t.args) {
-            fprintf(f, "arg %zu %s %llu %llu %u", i, tag_name(a.tag), static_cast<unsigned long long>(a.addr),
-                    static_cast<unsigned long long>(a.start_offset), a.ndims);
-            for (uint32_t d = 0; d < a.ndims; ++d) fprintf(f, " %u", a.shapes[d]);
-            fprintf(f, "\n");
+        fprintf(f, "task %zu %s %u %u %d %s %d %d %d %d %d %d %d %u %u\n", i, t.kind, static_cast<unsigned>(t.id.ring()),
+                t.id.local(), t.depth, t.manual ? "manual" : "auto", t.scope, t.kernels.aic_kernel_id,
+                t.kernels.aiv0_kernel_id, t.kernels.aiv1_kernel_id, t.blocks, t.early ? 1 : 0, t.sync ? 1 : 0,
+                t.dep_entries, t.tensors);
+        for (const ArgRec& a : t.args) write_arg(f, "arg", i, a);
+        for (size_t j = 0; j < t.scalars.size(); ++j) {
+            fprintf(f, "scalar %zu %zu %llu\n", i, j, static_cast<unsigned long long>(t.scalars[j]));
         }
+        for (size_t j = 0; j < t.deps.size(); ++j) fprintf(f, "dep %zu %zu %d\n", i, j, t.deps[j]);
+        for (const ArgRec& a : t.outs) write_arg(f, "out", i, a);
     }
     for (const auto& e : r.edges) fprintf(f, "edge %d %d %d\n", e.first.first, e.first.second, e.second);
     if (r.fatal_code != 0) fprintf(f, "fatal %d %s\n", r.fatal_code, r.fatal_msg.c_str());

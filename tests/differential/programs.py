@@ -665,7 +665,7 @@ class _Ctx:
 class Generator:
     """Draws one `Program` through a Chooser."""
 
-    MAX_ITEMS = 18
+    MAX_ITEMS = 24
 
     def __init__(self, ch: Chooser) -> None:
         self.ch = ch
@@ -698,7 +698,7 @@ class Generator:
         return b, bid
 
     def fill(self, ctx: _Ctx, top: bool = False) -> None:
-        count = self.ch.int(1 if top else 0, 5 if top else 3)
+        count = self.ch.int(2 if top else 1, 7 if top else 4)
         for _ in range(count):
             if self.items_left <= 0:
                 break
@@ -877,7 +877,7 @@ class Generator:
             block_axes |= {v for v, _, _ in axes} if w.kind == "spmd" else set(w.block_axes)
         scalar_vars = set().union(*(expr_vars(a) for a in call.args if not isinstance(a, Region))) if call else set()
         if scalar_vars & block_axes:
-            self.expect.add("PG027")  # a scalar argument that varies across the blocks of one task
+            self.expect.add("PG040")  # a scalar argument that varies across the blocks of one task
         ctx.block.items.append(t)
         self.tasks.append(_TaskInfo(name, kind, axes, ctx.path, ctx.loops))
 

@@ -215,7 +215,7 @@ def test_tokens_cover_numbers_and_names() -> None:
     ints = [text[a:b] for kind, a, b in tokens(text) if kind == "int"]
     assert "17408" in ints and "66132544" in ints
     assert "5120" not in ints  # only in the comment `# 5120`
-    assert {"HIDDEN", "NUM_LAYERS", "wq", "fa_fused", "qkv_matmul"} <= set(NAMES)
+    assert {"HIDDEN", "NUM_LAYERS", "wq", "fa_fused", "residual_rms_casts"} <= set(NAMES)
     assert "entry" not in NAMES and "deps" not in NAMES
 
 

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import types
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -32,8 +33,10 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import expand
 from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
+from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.pipeline import Options, compile_program, plan_program
-from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, plan_ok, require_tool
+from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, ArgDirection, load_kernel_config, plan_ok, require_tool
+from tests.unit import abi_reference as abi
 
 CPP = ROOT / "tests" / "cpp"
 SPECS_DIR = ROOT / "specs"
@@ -69,7 +72,8 @@ def runtime_objects(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def args_file(program: Program) -> str:
-    """Driver input: the external tensors in orch_args order, then the scalars (value 16)."""
+    """Driver input: the external tensors in orch_args order (their planning shapes), then the
+    scalars (value 16)."""
     lines = []
     ext = sorted((t for t in program.tensors.values() if t.storage == "external"), key=lambda t: t.arg_index or 0)
     for t in ext:
@@ -78,7 +82,8 @@ def args_file(program: Program) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], work: Path) -> str:
+def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], work: Path,
+                    args: str | None = None) -> str:
     """Compile the generated .cpp with -Wall -Werror, link with the recorder, run; the record text."""
     cpp_rel = next(k for k in files if k.endswith(".cpp"))
     src = work / Path(cpp_rel).name
@@ -87,7 +92,7 @@ def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], w
     gxx = require_tool("g++")
     subprocess.run([gxx, *CXXFLAGS, "-I", str(CPP), "-c", str(src), "-o", str(obj)], check=True)
     subprocess.run([gxx, str(obj), *map(str, objs), "-o", str(exe)], check=True)
-    (work / "args.txt").write_text(args_file(program))
+    (work / "args.txt").write_text(args if args is not None else args_file(program))
     run = subprocess.run([str(exe), str(work / "args.txt"), str(work / "record.txt")], capture_output=True, text=True)
     record = (work / "record.txt").read_text() if (work / "record.txt").exists() else ""
     assert run.returncode == 0, (run.returncode, run.stderr, [ln for ln in record.splitlines() if ln.startswith("fatal")])
@@ -97,14 +102,37 @@ def compile_and_run(files: dict[str, str], program: Program, objs: list[Path], w
 # ---- the record ------------------------------------------------------------------------------
 
 
+@attrs.frozen
+class ArgRec:
+    """One recorded tensor argument (or alloc output): tag, buffer address, start offset (elements),
+    DataType value, shape and strides."""
+
+    tag: str
+    addr: int
+    offset: int
+    dtype: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
 @attrs.define
 class Rec:
-    """A parsed record: scopes, tasks (dicts), per-task args, edges {(pred, succ): flags}."""
+    """A parsed record: scopes, tasks (dicts), per-task args / scalars / deps / alloc outputs,
+    edges {(pred, succ): flags}."""
 
     scopes: dict[int, tuple[int, int, str, int]]
     tasks: list[dict[str, object]]
-    args: dict[int, list[tuple[str, int, int, tuple[int, ...]]]]
+    args: dict[int, list[ArgRec]]
     edges: dict[tuple[int, int], int]
+    scalars: dict[int, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+    deps: dict[int, list[int]] = attrs.field(factory=lambda: defaultdict(list))
+    outs: dict[int, list[ArgRec]] = attrs.field(factory=lambda: defaultdict(list))
+
+
+def _arg_rec(f: list[str]) -> ArgRec:
+    nd = int(f[5])
+    return ArgRec(f[2], int(f[3]), int(f[4]), int(f[6]), tuple(int(x) for x in f[7:7 + nd]),
+                  tuple(int(x) for x in f[7 + nd:7 + 2 * nd]))
 
 
 def parse_record(text: str) -> Rec:
@@ -122,20 +150,29 @@ def parse_record(text: str) -> Rec:
                     row[k] = int(row[k])  # type: ignore[arg-type]
             rec.tasks.append(row)
         elif f[0] == "arg":
-            nd = int(f[5])
-            rec.args[int(f[1])].append((f[2], int(f[3]), int(f[4]), tuple(int(x) for x in f[6:6 + nd])))
+            rec.args[int(f[1])].append(_arg_rec(f))
+        elif f[0] == "out":
+            rec.outs[int(f[1])].append(_arg_rec(f))
+        elif f[0] == "scalar":
+            rec.scalars[int(f[1])].append(int(f[3]))
+        elif f[0] == "dep":
+            rec.deps[int(f[1])].append(int(f[3]))
         elif f[0] == "edge":
             rec.edges[(int(f[1]), int(f[2]))] = int(f[3])
     return rec
 
 
-def kernel_names(config_text: str) -> dict[int, tuple[str, str]]:
-    """func_id -> (kernel name, core_type) from kernel_config.py (a Python literal file)."""
-    tree = ast.parse(config_text)
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "KERNELS":
-            return {k["func_id"]: (k["name"], k["core_type"]) for k in ast.literal_eval(node.value)}
-    raise AssertionError("no KERNELS in kernel_config.py")
+def config_module(files: dict[str, str], work: Path) -> types.ModuleType:
+    """Write a build's files under `work` and load its kernel_config.py."""
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    return load_kernel_config(work / "kernel_config.py")
+
+
+def kernel_names(module: types.ModuleType) -> dict[int, tuple[str, str]]:
+    """func_id -> (kernel_config name, core_type) of a loaded kernel_config.py."""
+    return {k["func_id"]: (k["name"], k["core_type"]) for k in module.KERNELS}
 
 
 # ---- comparison with pgraph ------------------------------------------------------------------
@@ -150,18 +187,18 @@ def full_graph(spec: Path, **kw: object) -> tuple[Program, InstanceGraph]:
 
 
 def merge_allocs(rec: Rec, g: InstanceGraph) -> list[int]:
-    """Recorded task index -> pgraph instance index. An alloc instance stands for `blocks`
-    consecutive `alloc_tensors` calls (one batch of at most alloc_batch buffers each); every other
-    instance for one recorded task. A recorded run shorter or longer than pgraph's fails here."""
+    """Recorded task index -> pgraph instance index: an alloc instance standing for k
+    `alloc_tensors` calls (its `blocks`) takes the next k recorded alloc tasks."""
     out: list[int] = []
+    i = 0
     for inst in g.instances:
-        n = inst.blocks if inst.kind == "alloc" else 1
+        n = max(inst.blocks, 1) if inst.kind == "alloc" else 1
         for _ in range(n):
-            assert len(out) < len(rec.tasks), f"the run submitted fewer tasks than pgraph has (at {inst.label})"
-            t = rec.tasks[len(out)]
-            assert (t["kind"] == "alloc") == (inst.kind == "alloc"), (inst.label, t["kind"])
+            assert i < len(rec.tasks), f"the record ends before {inst.label}"
+            assert (rec.tasks[i]["kind"] == "alloc") == (inst.kind == "alloc"), (i, inst.label, rec.tasks[i])
             out.append(inst.id)
-    assert len(out) == len(rec.tasks), f"the run submitted {len(rec.tasks) - len(out)} task(s) more than pgraph has"
+            i += 1
+    assert i == len(rec.tasks), f"{len(rec.tasks) - i} recorded task(s) beyond pgraph's graph"
     return out
 
 
@@ -190,24 +227,27 @@ def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tup
         assert t["blocks"] == inst.blocks, where
         if kind == "dummy":
             continue
-        core = program.kernels[d.kernel].core  # type: ignore[index]
+        kname = kernel_at(program, d, instance_env(program, d, inst.iters, inst.index))
+        assert kname is not None
+        core = program.kernels[kname].core
         ids = (t["aic"], t["aiv0"], t["aiv1"])
         want = {"aic": ("aic", None, None), "aiv": (None, "aiv", None), "mix": ("aic", "aiv", "aiv")}[core]
         for fid, part in zip(ids, want, strict=True):
             assert (fid == -1) == (part is None), (where, ids)
             if part is not None:
-                assert kernels[fid] == (d.kernel, part), (where, kernels[fid])  # type: ignore[index]
+                name = f"{kname}_{part}" if core == "mix" else kname
+                assert kernels[fid] == (name, part), (where, kernels[fid])  # type: ignore[index]
         assert (bool(t["early"]), bool(t["sync"])) == (d.early, d.sync_start), where
         got = rec.args[first[inst.id]]
         boxes = g.args[inst.id]
         assert len(got) == len(boxes), where
-        for (tag, addr, offset, shape), box in zip(got, boxes, strict=True):
+        for a, box in zip(got, boxes, strict=True):
             tshape = program.tensors[box.tensor].shape
             strides = [math.prod(tshape[i + 1:]) for i in range(len(tshape))]
             want_off = sum(lo * s for (lo, _), s in zip(box.box, strides, strict=True))
             want_shape = tuple(hi - lo for lo, hi in box.box)
-            assert (tag, offset, shape) == (TAG[box.param.direction], want_off, want_shape), (where, box.param.name)
-            assert buffers.setdefault(box.buffer, addr) == addr, (where, box.param.name)
+            assert (a.tag, a.offset, a.shape) == (TAG[box.param.direction], want_off, want_shape), (where, box.param.name)
+            assert buffers.setdefault(box.buffer, a.addr) == a.addr, (where, box.param.name)
     assert len(set(buffers.values())) == len(buffers), "two pgraph buffers share one runtime buffer"
     want_edges = {}
     entries: Counter[int] = Counter()
@@ -234,7 +274,7 @@ def record_for(spec: Path, objs: list[Path], work: Path, **kw: object) -> tuple[
     files = build_files(spec, **kw)
     program, g = full_graph(spec, **kw)
     rec = parse_record(compile_and_run(files, program, objs, work))
-    kernels = kernel_names(files["kernel_config.py"])
+    kernels = kernel_names(config_module(files, work / "out"))
     compare(program, g, rec, kernels)
     return rec, kernels
 
@@ -242,10 +282,26 @@ def record_for(spec: Path, objs: list[Path], work: Path, **kw: object) -> tuple[
 # ---- tests: recorded graph == pgraph -----------------------------------------------------------
 
 
+def reference_args() -> str:
+    """Driver input with the ABI reference's test shapes (§1.2, typed in tests/unit/abi_reference.py):
+    MAX_SEQ 5500, a flat block table of 688 entries, 40 x 704,512 cache rows."""
+    spelling = {value.value: value.spelling for value in DTYPES.values()}
+    return "".join(f"tensor {spelling[d]} {len(shape)} {' '.join(map(str, shape))}\n" for _, d, shape in abi.EXTERNAL)
+
+
+#: The planning value of MAX_SEQ at which pgraph's graph has the reference test's shapes.
+REFERENCE_DEFINES = (("MAX_SEQ", abi.MAX_SEQ),)
+
+
 @pytest.fixture(scope="module")
 def head40(runtime_objects: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Rec:
-    """The recorded 40-layer HEAD run, already compared with pgraph's full instance graph."""
-    rec, _ = record_for(HEAD_SPEC, runtime_objects, tmp_path_factory.mktemp("head40"), layers=40)
+    """The generated 40-layer HEAD orchestration (default constants), run on fake tensors with the
+    reference's shapes, compared with pgraph's full instance graph planned at MAX_SEQ 5500."""
+    work = tmp_path_factory.mktemp("head40")
+    files = build_files(HEAD_SPEC, layers=40)
+    program, g = full_graph(HEAD_SPEC, layers=40, defines=REFERENCE_DEFINES)
+    rec = parse_record(compile_and_run(files, program, runtime_objects, work, args=reference_args()))
+    compare(program, g, rec, kernel_names(config_module(files, work / "out")))
     return rec
 
 
@@ -361,6 +417,140 @@ def test_head_numbers_match_the_reference_tables(head40: Rec) -> None:
     assert tensormap == [(last_dcr, len(rec.tasks) - 1)]
 
 
+# ---- the calling interface, submit by submit, against the table typed from the ABI reference ------
+
+
+def buffer_addresses(rec: Rec, expected: list[abi.Submit | abi.Alloc]) -> dict[abi.Buffer, int]:
+    """Symbolic buffer -> recorded address: the driver places orchestration tensor k at 2^48 + k 2^40;
+    each alloc_tensors call's outputs are recorded with it, checked here against §2.1 / §2.2."""
+    addr: dict[abi.Buffer, int] = {("ext", k): (1 << 48) + (k << 40) for k in range(len(abi.EXTERNAL))}
+    tables = {"alloc0": abi.ALLOC0, "alloc1": abi.ALLOC1, "alloc2": abi.ALLOC2}
+    for j, e in enumerate(expected):
+        if not isinstance(e, abi.Alloc):
+            continue
+        outs = rec.outs[j]
+        assert rec.tasks[j]["kind"] == "alloc", (j, e)
+        assert [(o.dtype, o.shape) for o in outs] == [(d, shape) for _, d, shape in tables[e.which]], (j, e)
+        for r, o in enumerate(outs):
+            addr[(e.which, r) if e.layer is None else (e.which, e.layer, r)] = o.addr
+    return addr
+
+
+def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(math.prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+def test_head_calling_interface_equals_the_reference_table(head40: Rec) -> None:
+    """For 40 layers, every submit of the recorded run equals the table typed from the ABI
+    reference (§3.1-§3.3, §4): func ids, submit kind, block_num, early/sync_start flags, each
+    tensor argument's tag, buffer, start offset, shape, strides and dtype, each scalar's value (for
+    every layer, layer-dependent ones as formulas of i), and the explicit deps in append order;
+    between them the 81 alloc_tensors calls of §2 with their buffers. 11,085 submits."""
+    rec = head40
+    expected = abi.expected_run(abi.LAYERS)
+    submits = [e for e in expected if isinstance(e, abi.Submit)]
+    assert (len(submits), len(expected) - len(submits)) == (11_085, 81)
+    assert len(rec.tasks) == len(expected)
+    addr = buffer_addresses(rec, expected)
+    label: dict[int, str] = {}
+    scalars_checked = 0
+    for j, e in enumerate(expected):
+        if isinstance(e, abi.Alloc):
+            continue
+        t = rec.tasks[j]
+        label[j] = e.label
+        where = f"submit {j} ({e.label})"
+        assert t["kind"] == ("dummy" if e.kind == "dummy" else "compute"), where
+        assert (t["aic"], t["aiv0"], t["aiv1"]) == e.fids, where
+        assert (t["blocks"], bool(t["early"]), bool(t["sync"])) == (e.block_num, e.early, e.sync), where
+        got = rec.args.get(j, [])
+        assert len(got) == len(e.tensors), where
+        for k, (a, slot) in enumerate(zip(got, e.tensors, strict=True)):
+            base = abi.buffer_shape(slot.buffer)
+            strides = row_major(base) if len(slot.full_shape) == len(base) else row_major(slot.full_shape)
+            want = (slot.tag, addr[slot.buffer], slot.offset, slot.full_shape, strides, abi.buffer_dtype(slot.buffer))
+            assert (a.tag, a.addr, a.offset, a.shape, a.strides, a.dtype) == want, (where, f"t{k}")
+        assert rec.scalars.get(j, []) == list(e.scalars), where
+        scalars_checked += len(e.scalars)
+        assert [label[d] for d in rec.deps.get(j, [])] == list(e.deps), where
+    # by hand: per layer q/k/v_proj 3, the attention 1, 26 deferred tiles x 3, the direct wave 2,
+    # 5 casts x 2, 10 gate/up SPMDs x 2, 110 late tiles x 3, 17 silu, 85 down x 3, dcr 1 = 717;
+    # the entry: pa_tiling 2, copy_hidden 1; copy_out 1
+    assert scalars_checked == 40 * 717 + 4
+
+
+def test_head_attention_applies_the_cache_base_once(head40: Rec) -> None:
+    """The attention receives the whole caches (start offset 0) and the layer's first row as its
+    one scalar; the kernel adds scalar x HEAD_DIM elements to the base (ABI reference §3.2, §3.3),
+    so layer i reads rows [i * 704,512, (i + 1) * 704,512), inside the 28,180,480 rows of the cache
+    for every layer, the last one ending exactly at its end. Had the kernel been passed the
+    per-layer view as well, the base would be 2i x 704,512: past the end from layer 20 on."""
+    rec = head40
+    attention = [j for j, t in enumerate(rec.tasks) if (t["aic"], t["aiv0"], t["aiv1"]) == (11, 12, 12)]
+    assert len(attention) == 40
+    rows_total = abi.EXTERNAL[12][2][0]
+    for i in (0, 19, 20, 39):
+        j = attention[i]
+        (base,) = rec.scalars[j]
+        assert base == i * abi.CACHE_ROWS
+        for slot in (2, 3):                      # t2 key_cache, t3 value_cache
+            a = rec.args[j][slot]
+            assert (a.addr, a.offset, a.shape) == ((1 << 48) + ((10 + slot) << 40), 0, (rows_total, abi.HEAD_DIM))
+            first = a.offset // abi.HEAD_DIM + base
+            assert first >= 0 and first + abi.CACHE_ROWS <= rows_total, (i, slot)
+        doubled = i * abi.CACHE_ROWS + base      # a view at the layer's slab plus the same scalar
+        assert (doubled + abi.CACHE_ROWS > rows_total) == (i >= 20), i
+    assert rec.scalars[attention[39]][0] + abi.CACHE_ROWS == rows_total
+
+
+def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
+    """kernel_config.py loads through importlib as pypto's compile_and_assemble loads it (a stub
+    `simpler.task_interface` gives ArgDirection), and every key and value equals the table typed
+    from the ABI reference §3.1 / §6.2 (func ids, names with the MIX parts _aic / _aiv, sources,
+    core types, `external`, signatures of the tensor parameters, the orchestration entry)."""
+    files = build_files(HEAD_SPEC)
+    cfg = config_module(files, tmp_path)
+    assert cfg.RUNTIME_CONFIG == {"runtime": "tensormap_and_ringbuffer", "aicpu_thread_num": 0}
+    assert cfg._ROOT_DIR.resolve() == tmp_path.resolve()
+    assert {"source": str(cfg._ROOT_DIR / "orchestration" / "decode_fwd_layers.cpp"),
+                                 "function_name": "aicpu_orchestration_entry",
+                                 "signature": [ArgDirection[d] for d in abi.ORCH_SIGNATURE]} == cfg.ORCHESTRATION
+    assert Path(cfg.ORCHESTRATION["source"]).is_file()
+    assert [k["func_id"] for k in cfg.KERNELS] == list(range(37))
+    for k in cfg.KERNELS:
+        name, core, source, external, sig = abi.KERNEL_TABLE[k["func_id"]]
+        keys = ["func_id", "name", "source", "core_type", *(["external"] if external else []), "signature"]
+        assert list(k) == keys, k["func_id"]
+        assert (k["name"], k["core_type"], k.get("external", False)) == (name, core, external), k["func_id"]
+        assert k["source"] == str(cfg._ROOT_DIR / "kernels" / source), k["func_id"]
+        assert k["signature"] == [ArgDirection[d] for d in sig], k["func_id"]
+    # module layout (§6.1): the title comment, the imports, _ROOT_DIR, then the three tables in order
+    text = files["kernel_config.py"]
+    assert text.splitlines()[0] == "# Kernel and Orchestration Configuration"
+    tree = ast.parse(text)
+    stmts = [f"{type(n).__name__}:" + (ast.unparse(n.targets[0]) if isinstance(n, ast.Assign)
+                                       else ",".join(a.asname or a.name for a in n.names))  # type: ignore[attr-defined]
+             for n in tree.body]
+    assert stmts == ["ImportFrom:Path", "ImportFrom:_D", "Assign:_ROOT_DIR", "Assign:RUNTIME_CONFIG",
+                     "Assign:ORCHESTRATION", "Assign:KERNELS"]
+
+
+def test_alloc_batch_from_the_target(runtime_objects: list[Path], tmp_path: Path) -> None:
+    """A spec whose target sets alloc_batch = 2: the run performs as many alloc_tensors calls as
+    `pgraph plan` counts. By hand: alloc_0's 4 buffers -> 2 calls; per layer 8 + 8 buffers -> 4 + 4."""
+    spec = tmp_path / "batch2.pgl"
+    spec.write_text("target a2a3 { alloc_batch = 2 }\n" + HEAD_SPEC.read_text()
+                    .replace('include "qwen3_14b.pgl"', f'include "{SPECS_DIR}/qwen3_14b.pgl"')
+                    .replace('include "decode_common.pgl"', f'include "{SPECS_DIR}/decode_common.pgl"'))
+    plan = plan_ok(spec, layers=3)
+    planned = sum(i.blocks * i.weight for i in plan.graph.instances if i.kind == "alloc")
+    assert planned == 2 + 3 * 8
+    (tmp_path / "run").mkdir()
+    rec, _ = record_for(spec, runtime_objects, tmp_path / "run", layers=3)
+    assert sum(1 for t in rec.tasks if t["kind"] == "alloc") == planned
+    assert all(t["tensors"] == 2 for t in rec.tasks if t["kind"] == "alloc")
+
+
 # ---- golden files ------------------------------------------------------------------------------
 
 
@@ -409,13 +599,17 @@ def test_variant_762_compiles_and_matches(runtime_objects: list[Path], tmp_path:
 def test_head_file_shape() -> None:
     files = build_files(HEAD_SPEC)
     cpp = files["orchestration/decode_fwd_layers.cpp"]
-    # 20 external tensors + 1 scalar (decode_common.pgl)
-    assert ".expected_arg_count = 21," in cpp
-    assert cpp.count("orch_args.tensor(") == 20 and cpp.count("orch_args.scalar(") == 1
-    # entry: 4 buffers; layer body: 16 buffers (qwen3_14b_decode_layer.md §2.1) -> one batch each
-    assert cpp.count("= alloc_tensors(") == 2
+    # 20 external tensors and no scalar (ABI reference §1.1)
+    assert ".expected_arg_count = 20," in cpp
+    assert cpp.count("orch_args.scalar(") == 0
+    # 20 bindings, and the two dimensions read at run time (§1.3: tensor 8 dim 0, tensor 12 dim 0)
+    assert cpp.count("orch_args.tensor(") == 22
+    assert "(int64_t)orch_args.tensor(8).ref().shapes[0];" in cpp
+    assert "(int64_t)orch_args.tensor(12).ref().shapes[0];" in cpp
+    # entry: alloc_0; layer body: alloc_1 and alloc_2 (§2.2) -> three alloc_tensors calls in the text
+    assert cpp.count("= alloc_tensors(") == 3
     assert cpp.count("PTO2_SCOPE(PTO2ScopeMode::MANUAL)") == 2  # x_gamma0's scope, the layer's scope
-    assert cpp.count("PTO2_SCOPE()") == 3  # entry, copy_hidden's scope, the layer body
+    assert cpp.count("PTO2_SCOPE()") == 4  # entry, copy_hidden's loop body, the layer body, copy_out's loop body
     assert "for (int64_t L = 0; L < 40; ++L) {" in cpp
     # flagged `early` in the spec: pa_tiling, x_gamma0, attn_out_seed, q_seed, mlp_out_seed, rms_recip,
     # q_proj, k_proj, v_proj, fa_fused, residual_rms_cast, down_proj, dcr_xgamma
@@ -432,6 +626,12 @@ def test_head_file_shape() -> None:
     # residual_rms_cast c waits on out_proj tiles 10c..10c+9; post_rms_reduce on all 50 slots
     assert "for (int64_t t = c * 10; t < c * 10 + 10; ++t) {" in cpp
     assert re.search(r"PTO2TaskId \w+_deps\[50\];", cpp)
+    # the five cast slices and the five gate/up chunks pick their func ids per task (§3.1: 15..19, 21..30)
+    assert re.search(r"_fids\[5\] = \{15, 16, 17, 18, 19\};", cpp)
+    assert re.search(r"_fids\[5\] = \{21, 23, 25, 27, 29\};", cpp)
+    assert re.search(r"_fids\[5\] = \{22, 24, 26, 28, 30\};", cpp)
+    # the generated code names nothing of the test double's own (tests/cpp/pto_orchestration_api.h)
+    assert "pgraph_test_double" not in cpp and "PTO2RecorderAccess" not in cpp
 
 
 def test_loops_stay_loops() -> None:
@@ -439,49 +639,35 @@ def test_loops_stay_loops() -> None:
     forty = build_files(HEAD_SPEC, layers=40)["orchestration/decode_fwd_layers.cpp"].splitlines()
     assert len(two) == len(forty)
     diff = [(a, b) for a, b in zip(two, forty, strict=True) if a != b]
-    # the overrides line, the loop comment and bound, and next_gamma = min(L + 1, NUM_LAYERS - 1)
-    assert len(diff) == 4, diff
-    assert ("for (int64_t L = 0; L < 2; ++L) {" in diff[2][0]) and ("L < 40;" in diff[2][1])
+    # the overrides line, the loop comment and bound, next_gamma = min(L + 1, NUM_LAYERS - 1), and
+    # the divisors of the runtime dims by the layer count (pa_num_pages, layer_cache_base)
+    assert len(diff) == 6, diff
+    assert ("for (int64_t L = 0; L < 2; ++L) {" in diff[3][0]) and ("L < 40;" in diff[3][1])
 
 
-def test_func_ids_in_first_use_order() -> None:
-    kernels = kernel_names(build_files(HEAD_SPEC)["kernel_config.py"])
-    # first use in specs/decode_layer.pgl, read top to bottom; the MIX extern has two parts
-    # (rows 2-9 in the reference's program order: attn_out_seed, rms_recip, q_seed, q_proj, kv_seed,
-    # mlp_out_seed, k_proj, v_proj)
-    want = ["paged_attention_tiling_cce", "copy_hidden", "x_gamma", "zero_pad_rows", "rms_recip", "zero_q",
-            "qkv_matmul", "zero_kv", "zero_mlp_out", "paged_attention_rope_cce", "paged_attention_rope_cce",
-            "out_matmul", "residual_rms_cast", "post_rms_reduce", "mlp_matmul", "silu_mul", "down_matmul",
-            "dcr_xgamma", "copy_out"]
-    assert [kernels[i][0] for i in range(len(kernels))] == want
-    assert kernels[9][1] == "aic" and kernels[10][1] == "aiv"
+def test_build_reads_max_seq_dependent_sizes_at_run_time() -> None:
+    """The C++ bakes no MAX_SEQ-dependent literal (ABI reference §1.3): built for MAX_SEQ 4096
+    (the spec's planning value) and 5500 (the example's test), the files differ in the overrides
+    comment only."""
+    default = build_files(HEAD_SPEC)
+    other = build_files(HEAD_SPEC, defines=REFERENCE_DEFINES)
+    assert sorted(default) == sorted(other)
+    for rel, text in default.items():
+        lines = other[rel].splitlines()
+        assert sum("Overrides: -D MAX_SEQ=5500" in ln for ln in lines) == 1, rel
+        assert [ln for ln in lines if "Overrides: -D MAX_SEQ=5500" not in ln] == text.splitlines(), rel
 
 
-def test_kernel_config_contents() -> None:
-    text = build_files(HEAD_SPEC)["kernel_config.py"]
-    env: dict[str, object] = {}
-    exec(compile(text, "kernel_config.py", "exec"), env)  # a plain Python module
-    assert env["RUNTIME_CONFIG"] == {"runtime": "tensormap_and_ringbuffer", "aicpu_thread_num": 0}
-    assert env["ORCHESTRATION"] == {"source": "orchestration/decode_fwd_layers.cpp",
-                                    "function_name": "aicpu_orchestration_entry"}
-    rope = [k for k in env["KERNELS"] if k["name"] == "paged_attention_rope_cce"]  # type: ignore[attr-defined]
-    assert [k["core_type"] for k in rope] == ["aic", "aiv"]
-    sig = rope[0]["signature"]
-    assert [p["name"] for p in sig][:2] == ["out", "query"] and len(sig) == 19  # 17 tensors + 2 scalars
-    assert (sig[0]["arg_type"], sig[1]["arg_type"], sig[17]["arg_type"]) == ("OUTPUT_EXISTING", "INOUT", "SCALAR")
-    assert rope[0]["source"] == "kernels/paged_attention_cce/attention_rope/entry.cpp"
-    qkv = next(k for k in env["KERNELS"] if k["name"] == "qkv_matmul")  # type: ignore[attr-defined]
-    assert [(p["direction"], p["arg_type"], p["dtype"]) for p in qkv["signature"]] == [
-        ("in", "INPUT", "BFLOAT16"), ("in", "INPUT", "BFLOAT16"), ("atomic_add", "INOUT", "FLOAT32")]
-
-
-def test_dtype_table_marks_unverified_spellings() -> None:
-    assert {k for k, v in DTYPES.items() if v.verified} == {"f32", "bf16", "u8"}
-    assert [DTYPES[k].spelling for k in ("f32", "bf16", "u8")] == ["FLOAT32", "BFLOAT16", "UINT8"]
-    cpp = build_files(EXAMPLES / "a2a3_auto.pgl")["orchestration/auto_example.cpp"]
-    assert "DataType::INT32);  // unverified DataType spelling" in cpp
-    assert cpp.count("unverified") == 1
-    assert "unverified" not in build_files(HEAD_SPEC)["orchestration/decode_fwd_layers.cpp"]
+def test_dtype_table_follows_the_real_enum() -> None:
+    # ABI reference §8: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT8, BFLOAT16, INT64, UINT64, UINT16,
+    # UINT32, BOOL, FP8E4M3FN, FP8E8M0, FP4E2M1 with values 0..14
+    order = ["FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT8", "BFLOAT16", "INT64", "UINT64", "UINT16",
+             "UINT32", "BOOL", "FP8E4M3FN", "FP8E8M0", "FP4E2M1"]
+    assert {v.spelling: v.value for v in DTYPES.values()} == {n: order.index(n) for n in order[:11]}
+    header = (CPP / "pto_orchestration_api.h").read_text()
+    enum = re.search(r"enum class DataType : uint8_t \{(.*?)\};", header, flags=re.S)
+    assert enum is not None
+    assert re.findall(r"(\w+) = (\d+)", enum.group(1)) == [(n, str(i)) for i, n in enumerate(order)]
 
 
 # ---- command line ----------------------------------------------------------------------------------

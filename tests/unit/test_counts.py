@@ -265,13 +265,14 @@ def test_layer_submits_rows_1_to_11_in_the_reference_program_order(spec: Any, ro
     """The generated orchestration submits in instance order; it must follow the table's order."""
     plan = plan_ok(spec, layers=2)
     layer0 = [i.label.removesuffix("@L=0") for i in plan.graph.instances
-              if i.kind != "alloc" and i.iters[:1] == (0,)]
+              if i.kind != "alloc" and i.loops[:1] == (plan.layer_loop,) and i.iters[:1] == (0,)]
     assert layer0[:len(rows)] == rows
 
 
 def _mlp_order(spec: Any) -> list[str]:
     plan = plan_ok(spec, layers=2)
-    labels = [i.label.removesuffix("@L=0") for i in plan.graph.instances if i.kind != "alloc" and i.iters[:1] == (0,)]
+    labels = [i.label.removesuffix("@L=0") for i in plan.graph.instances
+              if i.kind != "alloc" and i.loops[:1] == (plan.layer_loop,) and i.iters[:1] == (0,)]
     start = next(i for i, lab in enumerate(labels) if lab.startswith(("gate_late", "gate_proj")))
     end = next(i for i, lab in enumerate(labels) if lab.startswith("silu"))
     return labels[start:end]

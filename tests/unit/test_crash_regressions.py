@@ -102,13 +102,14 @@ def test_window_work_of_fa_fused_by_hand() -> None:
     program = compile_program(HEAD_SPEC, Options(), bag)
     assert program is not None
     d = program.dispatch("fa_fused")
-    # paged_attention_rope_cce: 19 parameters, 17 tensors + 2 scalars; accesses by direction:
-    # out (1) + 4 inout x 2 (query, key_cache, value_cache, workspace) + 12 in = 21
-    assert len(d.args) == 19 and len(d.accesses) == 21
+    # paged_attention_rope_cce: 18 parameters, 17 tensors + 1 scalar (ABI reference §3.3); accesses:
+    # the 7 clauses of the task body (attn_out_tnd write; k_cache, v_cache, pa_metadata read and
+    # write) + by direction for the other 13 tensors: 2 inout x 2 (query, workspace) + 11 in = 22
+    assert len(d.args) == 18 and len(d.accesses) == 22
     # deps: q_proj (50 tiles), k_proj and v_proj (10 each), rms_recip, pa_tiling, attn_out_seed,
     # mlp_out_seed (`at`: 1 tile each) = 74 tiles scanned per task
     # one task per layer, 24 blocks, 3 layers expanded (L=0, L=1 for the other 39, L=39's bounds)
-    assert dispatch_work(program, make_window(program, False), d) == 3 * (24 * (1 + 19 + 21) + 74)
+    assert dispatch_work(program, make_window(program, False), d) == 3 * (24 * (1 + 18 + 22) + 74) == 3174
 
 
 # ---- SpmdOverlapPass.first_clash: quadratic on large grids ---------------------------------

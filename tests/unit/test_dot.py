@@ -104,7 +104,9 @@ def test_dot_renders_svg(case: str, tmp_path: Path) -> None:
     # Graphviz's own parse: one SVG node group per dispatch, one cluster group per scope/loop.
     expected = HEAD_DISPATCHES if case == "decode_layer" else TINY_DISPATCHES
     assert svg.count('class="node"') == len(expected)
-    assert svg.count('class="cluster"') == (5 if case == "decode_layer" else 4)
+    # HEAD: the entry, copy_hidden's one-trip loop, x_gamma0's manual scope, the layer loop and its
+    # manual scope, copy_out's one-trip loop
+    assert svg.count('class="cluster"') == (6 if case == "decode_layer" else 4)
 
 
 def _cli_dot(spec: Path, seed: str) -> bytes:
@@ -177,7 +179,7 @@ def test_head_node_labels(head_text: str) -> None:
     # silu: MLP_ON = 17408/1024 = 17; down_proj: DOWN_ON * K_SPLITS = 5 * 17 = 85, early.
     assert _label(nodes, "silu") == ["silu", "parallel aiv ×17"]
     assert _label(nodes, "down_proj") == ["down_proj", "parallel aic ×85", "early"]
-    assert _label(nodes, "pa_tiling") == ["pa_tiling", "at aiv", "early"]
+    assert _label(nodes, "pa_tiling") == ["pa_tiling", "spmd aiv ×1", "early"]   # "Spmd pa_tiling" (ABI §4 E1)
     assert _label(nodes, "post_rms_reduce") == ["post_rms_reduce", "at aiv"]
     assert "peripheries" not in nodes["post_rms_reduce"] and "peripheries" not in nodes["kv_seed"]
     # dummies: small diamonds; gate_late is an array of K_SPLITS_MLP = 5.
@@ -213,7 +215,7 @@ def test_head_phase_fills(head_text: str) -> None:
 def test_head_clusters(head_text: str) -> None:
     nodes, _, where = parse_dot(head_text)
     assert where["pa_tiling"] == ["cluster_0"]
-    assert where["copy_out"] == ["cluster_0"]
+    assert where["copy_out"] == ["cluster_0", "cluster_5"]
     assert where["copy_hidden"] == ["cluster_0", "cluster_1"]
     assert where["x_gamma0"] == ["cluster_0", "cluster_2"]
     assert where["dcr_xgamma"] == ["cluster_0", "cluster_3"]
@@ -227,6 +229,9 @@ def test_head_clusters(head_text: str) -> None:
     assert labels["cluster_2"] == f"scope #2 (line {setup})\\lmanual · depth 2 · ring 2\\l"
     assert labels["cluster_3"] == "for L in 0..40 (40 iterations, L=1 drawn)\\lauto · depth 2 · ring 2\\l"
     assert labels["cluster_4"] == f"scope #4 (line {layer})\\lmanual · depth 3 · ring 3\\l"
+    # copy_hidden and copy_out sit in one-trip loops (pl.parallel(0, 16, 16), ABI reference §5)
+    assert labels["cluster_1"] == "for cb in 0..1 (1 iteration, cb=0 drawn)\\lauto · depth 2 · ring 2\\l"
+    assert labels["cluster_5"] == "for ob in 0..1 (1 iteration, ob=0 drawn)\\lauto · depth 2 · ring 2\\l"
 
 
 # ---- edges ------------------------------------------------------------------------------------------
@@ -326,7 +331,8 @@ def test_tiny_unscoped_loop_cluster(tiny_text: str) -> None:
 def test_drawn_copy_is_plan_in_layer() -> None:
     plan = plan_ok(HEAD_SPEC)
     reps = representative_iterations(plan)
-    layer = [i for i in plan.graph.instances if i.kind != "alloc" and plan.program.dispatch(i.dispatch).loops]
+    layer = [i for i in plan.graph.instances
+             if i.kind != "alloc" and plan.layer_loop in plan.program.dispatch(i.dispatch).loops]
     assert layer and all(is_drawn(plan.program, reps, i) == plan.in_layer(i) for i in layer)
 
 

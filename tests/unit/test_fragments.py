@@ -126,10 +126,10 @@ def test_762_takes_the_shared_tasks_from_the_head_spec() -> None:
         by_file.setdefault(Path(d.span.filename).name, set()).add(d.name)
     assert by_file["decode_layer_762.pgl"] == {
         "attn_out_seed", "rope_qkv", "fa_fused", "gate_proj", "up_proj",       # rows 2, 10, 11, 17
-        "copy_out",                                                            # the skeleton's end
     }
     assert by_file["decode_layer.pgl"] == {
         "pa_tiling", "prev_out", "copy_hidden", "x_gamma0",                   # entry_setup
+        "copy_out",                                                            # output_copy
         "seed_dummy", "rms_recip", "q_seed", "q_proj",                         # rows 1, 3-5
         "kv_seed", "mlp_out_seed", "k_proj", "v_proj",                         # rows 6-9
         "out_proj_dummy", "out_proj.deferred", "out_proj.direct",              # rows 12-14

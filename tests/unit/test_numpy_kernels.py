@@ -10,7 +10,7 @@ import pytest
 
 from pgraph.backends.numpy import attention as att
 from pgraph.backends.numpy import kernels as k
-from pgraph.backends.numpy.storage import DenseStorage, KernelFault, OverlayStorage, RowAccess, poisoned
+from pgraph.backends.numpy.storage import DenseStorage, GuardedTensor, KernelFault, OverlayStorage, RowAccess, poisoned
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 CTX = k.BlockContext(0, 1, "test")
@@ -26,51 +26,85 @@ def test_rms_recip_by_hand() -> None:
     assert inv[1, 0] == pytest.approx(1000.0, rel=1e-5)
 
 
-def test_x_gamma_rounds_to_bf16() -> None:
-    x = np.full((1, 4), 1.0 / 3.0, dtype=np.float32)
-    out = np.empty((1, 4), dtype=BF16)
-    k.x_gamma(CTX, x, np.ones(4, dtype=np.float32), out)
+def test_x_gamma0_rounds_to_bf16_in_its_block_columns() -> None:
+    # HIDDEN = 10: block 1 of 5 covers columns 2..3 (ABI reference §3.2 fid 2), gamma row 0
+    x = np.full((1, 10), 1.0 / 3.0, dtype=np.float32)
+    gamma = np.ones((2, 10), dtype=np.float32)
+    gamma[1] = 7.0                                   # another layer's row: never read
+    out = np.full((1, 10), np.nan, dtype=BF16)
+    k.x_gamma0(k.BlockContext(1, 5, "test"), out, x, gamma)
     # 1/3 = 0x3EAAAAAB in f32; bf16 keeps 7 mantissa bits, round to nearest: 0x3EAB = 0.333984375
-    assert out.view(np.uint16)[0, 0] == 0x3EAB
-    assert float(out[0, 0]) == 0.333984375
+    assert out.view(np.uint16)[0, 2] == 0x3EAB and float(out[0, 3]) == 0.333984375
+    assert np.isnan(out[0, :2].astype(np.float32)).all() and np.isnan(out[0, 4:].astype(np.float32)).all()
 
 
-def test_silu_mul_by_hand() -> None:
-    gate = np.array([[1.0, -2.0]], dtype=np.float32)
-    up = np.array([[2.0, 2.0]], dtype=np.float32)
+def test_silu_by_hand() -> None:
+    # INTERMEDIATE = 34: 17 tiles of 2 columns; n0 = 2 is the second tile
+    gate = np.zeros((1, 34), dtype=np.float32)
+    up = np.zeros((1, 34), dtype=np.float32)
+    gate[0, 2:4] = [1.0, -2.0]
+    up[0, 2:4] = [2.0, 2.0]
     inv = np.array([[1.0]], dtype=np.float32)
-    out = np.empty((1, 2), dtype=BF16)
-    k.silu_mul(CTX, gate, up, inv, out)
+    out = np.full((1, 34), np.nan, dtype=BF16)
+    k.silu(CTX, inv, out, gate, up, 2)
     # silu(1)*2 = 2/(1+e^-1) = 1.46211716 -> bf16 step 2^-7 in [1,2): 187 * 2^-7 = 1.4609375
-    assert float(out[0, 0]) == 1.4609375
+    assert float(out[0, 2]) == 1.4609375
     # silu(-2)*2 = -4/(1+e^2) = -0.47681168 -> bf16 step 2^-9 in [0.25,0.5): -244 * 2^-9 = -0.4765625
-    assert float(out[0, 1]) == -0.4765625
+    assert float(out[0, 3]) == -0.4765625
+    assert np.isnan(out[0, :2].astype(np.float32)).all() and np.isnan(out[0, 4:].astype(np.float32)).all()
     # the deferred post-norm scale multiplies gate and up before the activation
-    inv2 = np.array([[0.5]], dtype=np.float32)
-    k.silu_mul(CTX, np.array([[2.0, 0.0]], dtype=np.float32), np.array([[4.0, 1.0]], dtype=np.float32), inv2, out)
-    assert float(out[0, 0]) == 1.4609375
+    gate[0, 2], up[0, 2] = 2.0, 4.0
+    k.silu(CTX, np.array([[0.5]], dtype=np.float32), out, gate, up, 2)
+    assert float(out[0, 2]) == 1.4609375
 
 
-def test_split_k_matmul_accumulates() -> None:
-    acc = np.ones((2, 3), dtype=np.float32)
-    x = np.ones((2, 4), dtype=BF16)
-    w = np.full((4, 3), 0.5, dtype=BF16)
-    k.qkv_matmul(CTX, x, w, acc)
-    k.qkv_matmul(CTX, x, w, acc)
-    assert (acc == 1 + 2 * 4 * 0.5).all()
+def test_q_proj_block_takes_its_k_slice_and_n_tile() -> None:
+    # HIDDEN = 10: K slices of 2; 50 blocks = 10 N tiles of 1 column x 5 K slices; 2 layers of weights
+    normed = np.arange(10, dtype=np.float32).reshape(1, 10).astype(BF16)
+    w = np.zeros((20, 10), dtype=BF16)
+    w[10 + 4:10 + 6, 7] = 1.0                        # layer 1, rows k0..k0+1 of K slice 2, column 7
+    acc = np.ones((1, 10), dtype=np.float32)
+    block = 2 + 5 * 7                                # b mod 5 = 2 (k0 = 4), b div 5 = 7 (n0 = 7)
+    k.q_proj(k.BlockContext(block, 50, "test"), acc, normed, w, 10)
+    k.q_proj(k.BlockContext(block, 50, "test"), acc, normed, w, 10)
+    # acc[0, 7] += normed[4] + normed[5] twice: 1 + 2 * 9 = 19; every other column untouched
+    assert acc[0, 7] == 19.0 and (np.delete(acc[0], 7) == 1.0).all()
 
 
 def test_residual_and_dcr() -> None:
-    a = np.full((1, 2), 0.25, dtype=np.float32)
-    x = np.array([[1.0, -1.0]], dtype=np.float32)
-    h1 = np.empty((1, 2), dtype=np.float32)
-    mlp_in = np.empty((1, 2), dtype=BF16)
-    k.residual_rms_cast(CTX, a, x, np.array([2.0, 2.0], dtype=np.float32), h1, mlp_in)
-    assert h1.tolist() == [[1.25, -0.75]] and [float(v) for v in mlp_in[0]] == [2.5, -1.5]
-    out = np.empty((1, 2), dtype=np.float32)
-    normed = np.empty((1, 2), dtype=BF16)
-    k.dcr_xgamma(CTX, np.array([[0.5, 0.5]], dtype=np.float32), h1, np.array([1.0, 4.0], dtype=np.float32), out, normed)
-    assert out.tolist() == [[1.75, -0.25]] and [float(v) for v in normed[0]] == [1.75, -1.0]
+    # HIDDEN = 10: the slice from k_base = 4 covers columns 4..5; gamma row `layer` = 1
+    a = np.zeros((1, 10), dtype=np.float32)
+    x = np.zeros((1, 10), dtype=np.float32)
+    a[0, 4:6], x[0, 4:6] = 0.25, [1.0, -1.0]
+    gamma = np.ones((2, 10), dtype=np.float32)
+    gamma[1, 4:6] = 2.0
+    h1 = np.zeros((1, 10), dtype=np.float32)
+    mlp_in = np.zeros((1, 10), dtype=BF16)
+    k.residual_rms_cast(CTX, mlp_in, h1, a, x, gamma, 4, 1)
+    assert h1[0, 4:6].tolist() == [1.25, -0.75] and [float(v) for v in mlp_in[0, 4:6]] == [2.5, -1.5]
+    assert (h1[0, :4] == 0).all() and (h1[0, 6:] == 0).all()
+    # dcr_xgamma block 2 of 5 covers columns 4..5; the next layer's gamma row 0
+    down = np.zeros((1, 10), dtype=np.float32)
+    down[0, 4:6] = 0.5
+    g2 = np.ones((2, 10), dtype=np.float32)
+    g2[0, 4:6] = [1.0, 4.0]
+    out = np.zeros((1, 10), dtype=np.float32)
+    normed = np.zeros((1, 10), dtype=BF16)
+    k.dcr_xgamma(k.BlockContext(2, 5, "test"), down, h1, out, g2, normed, 0)
+    assert out[0, 4:6].tolist() == [1.75, -0.25] and [float(v) for v in normed[0, 4:6]] == [1.75, -1.0]
+
+
+def test_guarded_tensor_poisons_reads_and_refuses_writes_outside_the_declared_boxes() -> None:
+    st = DenseStorage(np.arange(12, dtype=np.float32).reshape(3, 4))
+    g = GuardedTensor(st, (3, 4), ((0, 3), (0, 4)), "t", "x", [((1, 2), (0, 4))], [((2, 3), (1, 3))], "test")
+    assert g[1, :].tolist() == [4.0, 5.0, 6.0, 7.0]               # a declared read
+    assert np.isnan(g[0, 1]) and np.isnan(np.asarray(g)[2]).all()  # outside it: poison
+    assert g[np.array([1, 1]), np.array([0, 3])].tolist() == [4.0, 7.0]
+    g[2, 1:3] = 9.0
+    assert st.array[2].tolist() == [8.0, 9.0, 9.0, 11.0]
+    with pytest.raises(KernelFault, match="outside the regions the spec declares"):
+        g[2, 0:2] = 1.0
+    assert st.array[2, 0] == 8.0
 
 
 def test_zero_pad_rows_only_pad_rows() -> None:

@@ -90,7 +90,10 @@ def test_762_fa_fused_blocked_by_rope_and_idle_flags(v762) -> None:
 def test_head_ring_table_and_heap(head) -> None:
     scopes = {(r["kind"], r["mode"]): r for r in report_facts(head)["scopes"]}
     assert scopes[("entry", "auto")]["ring"] == 1
-    body = scopes[("loop", "auto")]
+    # the loop bodies: copy_hidden's and copy_out's one-trip loops (one dispatch each) and the layers
+    loops = [r for r in report_facts(head)["scopes"] if (r["kind"], r["mode"]) == ("loop", "auto")]
+    assert sorted(r["dispatches"] for r in loops) == [1, 1, 1]  # copy_hidden, dcr_xgamma, copy_out
+    body = next(r for r in loops if r["allocations"])
     assert body["ring"] == 2 and body["allocations"] == 16
     # x_gamma0's manual scope sits in the entry (depth 1), so depth 2 and ring min(2, 3) = 2
     entry_manual = [r for r in report_facts(head)["scopes"] if r["mode"] == "manual" and r["depth"] == 2]
@@ -126,12 +129,13 @@ def test_critical_path_values_by_hand(head) -> None:
     assert cp["per_layer_us"] == per_layer
     assert cp["length_us"] == ENTRY_COST + 40 * per_layer + EXIT_COST
     steps = [(s["task"], s["cost_us"]) for s in cp["path"] if s["kind"] != "alloc"]
-    assert steps[:2] == [("copy_hidden", 5), ("x_gamma0", 5)] and steps[-1] == ("copy_out", 5)
+    # copy_hidden and copy_out sit in one-trip loops `cb`, `ob` (the ABI spec: pypto pl.parallel(0, 16, 16))
+    assert steps[:2] == [("copy_hidden@cb=0", 5), ("x_gamma0", 5)] and steps[-1] == ("copy_out@ob=0", 5)
     for layer, offset in ((0, 2), (1, 2 + len(LAYER_PATH))):
         assert steps[offset:offset + len(LAYER_PATH)] == [(f"{t}@L={layer}", c) for t, c in LAYER_PATH]
     # early resolve (reference §4: copy_hidden carries no E; a dummy is never a candidate)
-    assert cp["first_broken_early_link"] == {"from": "copy_hidden", "to": "x_gamma0",
-                                             "reason": "unflagged producer(s): copy_hidden"}
+    assert cp["first_broken_early_link"] == {"from": "copy_hidden@cb=0", "to": "x_gamma0",
+                                             "reason": "unflagged producer(s): copy_hidden@cb=0"}
     assert cp["first_broken_early_link_in_layer"] == {"from": "fa_fused@L=1", "to": "out_proj_dummy@L=1",
                                                       "reason": "a dummy is never an early-dispatch candidate"}
 
@@ -191,10 +195,11 @@ def test_no_scopes_and_window_8192_is_scope_deadlock(tmp_path: Path) -> None:
     plan, bag = plan_program(spec)
     errs = _codes(bag, "PG109")
     assert len(errs) == 1
-    # by hand: entry 2 tasks + 1 dummy; 40 x (265 + 12); alloc tasks: entry 4 buffers -> 1,
-    # 16 per-layer buffers -> 1 alloc task per layer (alloc_tensors batches 16)
-    # copy_hidden and x_gamma0 keep their own scopes: the entry holds pa_tiling and copy_out
-    expected = 2 + 1 + 40 * (265 + 12) + 1 + 40
+    # by hand: entry 1 task + 1 dummy; 40 x (265 + 12); alloc tasks: entry 4 buffers -> 1,
+    # 16 per-layer buffers -> 1 alloc task per layer (alloc_tensors batches 16; without the manual
+    # scope its buffers are no batch of their own)
+    # copy_hidden, x_gamma0 and copy_out keep their own scopes: the entry holds pa_tiling and prev_out
+    expected = 1 + 1 + 40 * (265 + 12) + 1 + 40
     assert f"{expected:,} tasks" in errs[0].message
     assert "8,191" in errs[0].message
 

@@ -19,7 +19,7 @@ from pgraph.backends.target import BuildInfo
 from pgraph.diagnostics import DiagnosticBag, Severity
 from pgraph.pipeline import Options, plan_program
 from tests.differential.harness import _compile_run
-from tests.unit.test_a2a3 import compare, kernel_names, parse_record
+from tests.unit.test_a2a3 import compare, config_module, kernel_names, parse_record
 
 HEAD = """
 tensor x : f32[4, 8] external
@@ -48,7 +48,7 @@ def recorded(path: Path, objs: list[Path], work: Path):
     assert plan_w is not None and plan_f is not None
     files = build(attrs.evolve(plan_w, bag=DiagnosticBag()), BuildInfo(str(path), ""))
     rec = parse_record(_compile_run(files, plan_f.program, objs, work))
-    compare(plan_f.program, plan_f.graph, rec, kernel_names(files["kernel_config.py"]))
+    compare(plan_f.program, plan_f.graph, rec, kernel_names(config_module(files, work / "out")))
     return plan_f, rec
 
 
@@ -139,7 +139,7 @@ entry e {
     plan, rec = recorded(path, objs, tmp_path)
     kinds = [t["kind"] for t in rec.tasks]
     assert kinds == ["alloc", "compute", "compute"] * 3
-    assert len({rec.args[i][0][1] for i, t in enumerate(rec.tasks) if t["kind"] == "compute"}) >= 3
+    assert len({rec.args[i][0].addr for i, t in enumerate(rec.tasks) if t["kind"] == "compute"}) >= 3
 
 
 def test_unscoped_loop_with_a_scope_keeps_its_order(tmp_path: Path, objs: list[Path]) -> None:

@@ -55,9 +55,5 @@ def build(plan: Plan, info: BuildInfo) -> dict[str, str]:
     header.append("Do not edit: regenerate with `pgraph build SPEC --target a2a3 -o OUTDIR`.")
     emitter = Emitter(program, header)
     cpp = emitter.render()
-    cfg_header = [
-        "Kernel configuration for the simpler runtime (tensormap_and_ringbuffer, platform a2a3).",
-        *header[1:],
-    ]
-    cfg = render_kernel_config(program, emitter.ids, cfg_header, orch)
+    cfg = render_kernel_config(program, emitter.ids, header[1:], orch)
     return {orch: cpp, "kernel_config.py": cfg}

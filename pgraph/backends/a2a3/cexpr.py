@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, evaluate
+from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, RuntimeDim, evaluate
 
 #: C++ precedence levels used to drop redundant parentheses (higher binds tighter).
 _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6,
@@ -59,7 +59,7 @@ def mul(a: Expr, b: Expr) -> Expr:
 
 def simplify(e: Expr) -> Expr:
     """Fold constant subtrees and drop `+ 0`, `- 0`, `* 1`, `/ 1`; `* 0` becomes 0."""
-    if isinstance(e, (Num, Name)):
+    if isinstance(e, (Num, Name, RuntimeDim)):
         return e
     if isinstance(e, Neg):
         inner = simplify(e.operand)
@@ -98,6 +98,8 @@ def interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval:
         return Interval(e.value, e.value)
     if isinstance(e, Name):
         return ranges.get(e.id, UNBOUNDED)
+    if isinstance(e, RuntimeDim):
+        return Interval(0, None)  # a tensor dimension read at run time: never negative
     if isinstance(e, Neg):
         a = interval(e.operand, ranges)
         return Interval(None if a.hi is None else -a.hi, None if a.lo is None else -a.lo)
@@ -167,13 +169,18 @@ class CxxPrinter:
     """Prints expressions as C++ int64_t arithmetic.
 
     `names` maps free names to C++ identifiers; `ranges` gives their value intervals
-    (for the floor-division check). `uses_floor` records whether a helper is needed.
+    (for the floor-division check); `dims` maps (tensor, axis) of a runtime dimension to the
+    C++ `int64_t` that holds it. `uses_floor` records whether a helper is needed; `dims_used`
+    the runtime dimensions printed.
     """
 
-    def __init__(self, names: Mapping[str, str], ranges: Mapping[str, Interval]) -> None:
+    def __init__(self, names: Mapping[str, str], ranges: Mapping[str, Interval],
+                 dims: Mapping[tuple[str, int], str] | None = None) -> None:
         self.names = names
         self.ranges = ranges
+        self.dims = dims or {}
         self.uses_floor = False
+        self.dims_used: set[tuple[str, int]] = set()
 
     def __call__(self, e: Expr) -> str:
         return self.expr(simplify(e), 0)
@@ -184,6 +191,9 @@ class CxxPrinter:
             return f"({text})" if e.value < 0 and outer > 0 else text
         if isinstance(e, Name):
             return self.names.get(e.id, e.id)
+        if isinstance(e, RuntimeDim):
+            self.dims_used.add((e.tensor, e.axis))
+            return self.dims[(e.tensor, e.axis)]
         if isinstance(e, Neg):
             return f"-{self.expr(e.operand, 7)}"
         if isinstance(e, Not):

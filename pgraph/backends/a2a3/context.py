@@ -21,6 +21,8 @@ class Context:
         self.names: set[str] = set()
         self.tensor_c: dict[str, str] = {}
         self.scalar_c: dict[str, str] = {}
+        #: (tensor, axis) of each runtime dimension -> the C++ int64_t read at the entry
+        self.dim_c: dict[tuple[str, int], str] = {}
         self.var_c: dict[str, str] = {}
         self.task_counter = 0
         self.barrier_counter = 0
@@ -52,6 +54,10 @@ class Context:
         for c in self.p.carries.values():
             if c.kind is CarryKind.TENSOR:
                 self.tensor_c[c.name] = unique(c.name, self.names)
+        for t in self.p.tensors.values():
+            for axis in range(len(t.shape)):
+                if t.storage is Storage.EXTERNAL and t.is_runtime(axis):
+                    self.dim_c[(t.name, axis)] = unique(f"{t.name}_dim{axis}", self.names)
 
     def declared(self, name: str) -> None:
         """Remember that the last written line declares `name` (see Emitter.mark_unused)."""
@@ -84,7 +90,7 @@ class Context:
         names = dict(self.scalar_c)
         for v in ranges:
             names[v] = v if v in identity else self.var(v)
-        pr = CxxPrinter(names, ranges)
+        pr = CxxPrinter(names, ranges, self.dim_c)
         self.printers.append(pr)
         return pr
 

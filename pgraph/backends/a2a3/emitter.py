@@ -5,8 +5,11 @@ File shape (pypto `GenerateOrchestration`, reference §2.1): header comments; in
 plus scalar parameters); `aicpu_orchestration_entry(const ChipTaskArgs&)` binding each external
 tensor (`orch_args.tensor(k).ref()`) and scalar (`from_u64`), then the body as nested
 `PTO2_SCOPE()` / `PTO2_SCOPE(PTO2ScopeMode::MANUAL)` blocks matching the spec's scopes.
-Allocations are hoisted to the top of the scope owning them (a manual scope's buffers belong
-to the enclosing scope already in the IR) and batched, at most 16 per `alloc_tensors`.
+Allocations are hoisted to the top of the scope owning them, and the buffers a manual scope
+declares are a batch of their own in the enclosing scope, just before the MANUAL header (pypto
+`EmitBatchedAllocTensors`); each batch is split into `alloc_tensors` calls of at most the
+target's `alloc_batch` (16 by default, pypto kMaxAllocTensorsArgs). The dimensions declared
+`runtime` that the body reads are read from the orchestration tensors at the entry.
 Scope-level loops and `parallel`/`tiles`/dummy index spaces stay C++ `for` loops, so a
 40-layer build has the size of a 2-layer one. Per-task blocks: `pgraph.backends.a2a3.tasks`.
 """
@@ -22,7 +25,7 @@ from pgraph.kinds import CarryKind, ScopeMode, Storage, TaskKind
 
 from .cexpr import FLOOR_HELPERS, add, mul, sub
 from .context import Context
-from .dtypes import DTYPES, spelling, verified
+from .dtypes import DTYPES, spelling
 from .layout import Node, Path, is_single
 from .tasks import TaskEmitter, axis_range, tile_index
 from .writer import Writer
@@ -38,6 +41,7 @@ class Emitter:
         self.c = Context(program, header)
         self.tasks = TaskEmitter(self.c)
         self.ids = self.c.ids
+        self._declared: set[tuple[Path, tuple[str, object]]] = set()
 
     # ---- file ----
     def render(self) -> str:
@@ -93,6 +97,14 @@ class Emitter:
                 unused.append(c)
         for c in unused:
             w.line(f"(void){c};")
+        dims = sorted(set().union(*(pr.dims_used for pr in self.c.printers)), key=lambda td: (
+            self.c.p.tensors[td[0]].arg_index or 0, td[1]))
+        if dims:
+            w.comment("Dimensions read at run time (`runtime` in the spec: planned at the declared value)")
+        for tname, axis in dims:
+            t = self.c.p.tensors[tname]
+            w.line(f"const int64_t {self.c.dim_c[(tname, axis)]} = (int64_t)orch_args.tensor({t.arg_index})"
+                   f".ref().shapes[{axis}];")
         views = [t for t in self.c.p.tensors.values() if t.storage is Storage.VIEW and t.scope is None]
         for t in views:
             self.view_decl(t, w)
@@ -157,7 +169,11 @@ class Emitter:
                 continue
             self.declare_storage(path, child.key)
             if child.kind == "alloc":
-                self.allocations(self.c.alloc_keys[child.name])
+                key = self.c.alloc_keys[child.name]
+                if key[1] != key[0]:  # a manual scope's batch: its TaskIds come first, as pypto emits them
+                    self.declare_storage(path, ("scope", key[1]))
+                    self.c.w.blank()
+                self.allocations(key)
                 continue
             if child.kind == "scope":
                 phase = None
@@ -251,6 +267,10 @@ class Emitter:
             self.c.w.line("}")
 
     def declare_storage(self, path: Path, before: tuple[str, object]) -> None:
+        """Declare the TaskId arrays and carries that live in block `path` just before child `before` (once)."""
+        if (path, before) in self._declared:
+            return
+        self._declared.add((path, before))
         for st in self.c.storage.values():
             if st.kind == "array" and st.home == path and st.before == before:
                 self.c.w.blank()
@@ -276,30 +296,33 @@ class Emitter:
 
     # ---- tensors ----
     def allocations(self, key: ir.AllocKey) -> None:
-        """One allocation site: the group's buffers in batches of alloc_batch, then their views."""
+        """One allocation site (`ir.alloc_key`): the group's buffers in batches of alloc_batch, then
+        their views; a scope's own buffers at its top, a manual scope's buffers in the enclosing
+        scope before its header, an `unscoped` loop body's at the top of each iteration."""
         p = self.c.p
         tensors = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
                    and ir.alloc_key(p, t) == key]
         if not tensors:
             return
-        s = p.scopes[key[0]]
-        self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}")
+        sid, group, _ = key
+        s = p.scopes[sid]
+        whose = "" if group == sid else f" (declared in the manual scope at line {p.scopes[group].span.line})"
+        self.c.w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {s.ring}{whose}")
         batch = self.c.p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
         for i in range(0, len(tensors), batch):
-            group = tensors[i:i + batch]
+            chunk = tensors[i:i + batch]
             cis = []
-            for t in group:
+            for t in chunk:
                 c = self.c.tensor_c[t.name]
                 ci = self.c.unique_name(f"{c}_ci")
                 dims = ", ".join(str(x) for x in t.shape)
-                note = "" if verified(t.dtype) else "  // unverified DataType spelling"
                 self.c.w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{dims}}};")
-                self.c.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});{note}")
+                self.c.w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});")
                 cis.append(ci)
             k = self.c.alloc_counter
             self.c.alloc_counter += 1
             self.c.w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(cis)});")
-            for j, t in enumerate(group):
+            for j, t in enumerate(chunk):
                 self.c.w.line(f"const ChipTensor& {self.c.tensor_c[t.name]} = alloc_{k}.get_ref({j});")
                 self.c.declared(self.c.tensor_c[t.name])
         roots = {t.name for t in tensors}

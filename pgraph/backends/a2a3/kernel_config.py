@@ -1,87 +1,145 @@
-"""`kernel_config.py` for simpler: RUNTIME_CONFIG, ORCHESTRATION and KERNELS, plus func ids.
+"""`kernel_config.py` for simpler, in the format pypto writes and reads it, plus func ids.
 
-Shape (pypto `python/pypto/backend/pto_backend.py`, reference §2): RUNTIME_CONFIG names the
-runtime `tensormap_and_ringbuffer` with `aicpu_thread_num: 0` (platform default: a2a3 runs
-1 orchestrator + 3 scheduler threads); ORCHESTRATION gives the orchestration source and
-the exported entry symbol; KERNELS lists one entry per kernel *part*:
-`{func_id, name, source, core_type: "aic"|"aiv", signature}`. A `mix` kernel (1 AIC + 2 AIV
-per block) has an AIC part and an AIV part with a func id each. Func ids are assigned in
-first-use order of the generated submits; a kernel used twice keeps its ids.
+Format (pypto `pto_backend.py` `_generate_config_file`, read by `device_runner.py`
+`compile_and_assemble`; ABI reference §6): the comment "Kernel and Orchestration
+Configuration"; `from pathlib import Path`; `from simpler.task_interface import ArgDirection
+as _D` (only when some signature is non-empty); `_ROOT_DIR = Path(__file__).parent`, the folder
+holding the file; `RUNTIME_CONFIG` (the runtime's wire name and `aicpu_thread_num` 0, the
+platform default); `ORCHESTRATION` (`source` under `_ROOT_DIR / "orchestration"`,
+`function_name` "aicpu_orchestration_entry", and the `signature` of the orchestration's tensor
+arguments); `KERNELS`, sorted by func id, each `{func_id, name, source, core_type, [external,
+extra_include_dirs,] signature}` with the signature the directions of the kernel's *tensor*
+parameters in payload order (Input -> IN, Output -> OUT, InOut and atomic_add -> INOUT; scalars
+excluded).
 
-pgraph does not generate kernel bodies: `source` is the spec's `source "..."` path when
-given, else the conventional `kernels/<core>/<kernel>.cpp` where the kernel must be placed.
-Paths are relative to the output directory (no absolute paths: the output is byte-identical
-across working directories).
+A `mix` kernel has an AIC part and an AIV part, each an entry of its own with its own func id,
+named `<kernel>_aic` and `<kernel>_aiv` (pypto's JIT extern specializer; core_type aic / aiv).
+Func ids are handed out in order of first use in the submission order (pypto
+`GetOrCreateFuncId` while it emits the orchestration); a kernel of a `kernels` table gets its id
+at the first task that selects it.
+
+pgraph does not generate kernel bodies: `source` is the spec's `source "..."` path when given,
+else the conventional `kernels/<aic|aiv>/<name>.cpp` where the kernel must be placed; a
+relative path is written under `_ROOT_DIR` (the output stays byte-identical across working
+directories; pypto writes an extern's absolute path, which is machine-dependent).
 """
 
 from __future__ import annotations
 
-from pgraph.ir import program as ir
+from pathlib import PurePosixPath
 
-from .dtypes import DTYPES
+from pgraph.ir import program as ir
+from pgraph.ir.queries import kernel_at, submission_order
+from pgraph.kinds import AccessKind, Core, Direction, Storage
 
 #: Runtime tag of each parameter direction (CoreTaskArgs method the emitter calls).
 ARG_TYPE = {"in": "INPUT", "out": "OUTPUT_EXISTING", "inout": "INOUT", "atomic_add": "INOUT", "scalar": "SCALAR"}
+#: kernel_config signature direction of each parameter direction (pypto: Input -> IN, Output and
+#: OutputExisting -> OUT, InOut and NoDep -> INOUT; atomic_add is an InOut argument).
+SIG_DIRECTION = {Direction.IN: "IN", Direction.OUT: "OUT", Direction.INOUT: "INOUT", Direction.ATOMIC_ADD: "INOUT"}
 
 
 class FuncIds:
-    """Func ids in first-use order: `ids(kernel)` is (aic,), (aiv,) or (aic, aiv) for mix."""
+    """Func ids in order of first use in the submission order (every loop iteration walked).
+
+    `ids(kernel)` is (aic,), (aiv,) or (aic, aiv) for a mix kernel; `parts` lists
+    (func id, kernel, core part) in id order. KeyError for a kernel no task submits.
+    """
 
     def __init__(self, program: ir.Program) -> None:
         self.program = program
         self.parts: list[tuple[int, str, str]] = []
         self.by_kernel: dict[str, tuple[int, ...]] = {}
+        seen_static: set[str] = set()
+        for d, env in submission_order(program):
+            if d.kernel is None:
+                continue
+            if d.kernel_table is None:
+                if d.name in seen_static:
+                    continue
+                seen_static.add(d.name)
+            kernel = kernel_at(program, d, env)
+            if kernel is not None and kernel not in self.by_kernel:
+                self._assign(kernel)
+        # a dispatch that submits nothing (an empty wave) still names its kernel in the C++ (in a
+        # loop that never runs): such kernels come last, in program order
+        for d in program.dispatches:
+            for kernel in program.kernels_of(d):
+                if kernel not in self.by_kernel and d.kernel_table is None:
+                    self._assign(kernel)
 
-    def ids(self, kernel: str) -> tuple[int, ...]:
-        """The func ids of `kernel`, assigning new ones on first use."""
-        got = self.by_kernel.get(kernel)
-        if got is not None:
-            return got
+    def _assign(self, kernel: str) -> None:
         core = self.program.kernels[kernel].core
-        cores = ("aic", "aiv") if core == "mix" else (core,)
+        cores = ("aic", "aiv") if core is Core.MIX else (str(core),)
         out = []
         for c in cores:
             fid = len(self.parts)
             self.parts.append((fid, kernel, c))
             out.append(fid)
         self.by_kernel[kernel] = tuple(out)
-        return tuple(out)
+
+    def ids(self, kernel: str) -> tuple[int, ...]:
+        """The func ids of `kernel` (KeyError when no task submits it)."""
+        return self.by_kernel[kernel]
+
+    def part_name(self, kernel: str, core: str) -> str:
+        """The kernel_config name of one part: the kernel's, or `<kernel>_aic` / `_aiv` for mix."""
+        return f"{kernel}_{core}" if self.program.kernels[kernel].core is Core.MIX else kernel
 
 
-def kernel_source(k: ir.Kernel, core: str) -> str:
-    """The kernel source path for one part (declared `source`, else the conventional path)."""
-    if k.source:
-        return k.source
-    return f"kernels/{core}/{k.name}.cpp"
+class Code(str):
+    """Python source written as is (not quoted) by `py_literal`."""
 
 
-def signature(k: ir.Kernel) -> list[dict[str, object]]:
-    """Parameter names, directions, runtime arg types, dtypes and shapes, in declaration order."""
-    out: list[dict[str, object]] = []
-    for prm in k.params:
-        row: dict[str, object] = {
-            "name": prm.name,
-            "direction": prm.direction,
-            "arg_type": ARG_TYPE[prm.direction],
-            "dtype": DTYPES[prm.dtype].spelling,
-        }
-        if prm.shape is not None:
-            row["shape"] = list(prm.shape)
-        out.append(row)
+def root_path(path: str) -> Code | str:
+    """`str(_ROOT_DIR / "a" / "b.cpp")` for a relative path, the path itself when absolute."""
+    pp = PurePosixPath(path)
+    if pp.is_absolute():
+        return path
+    parts = " / ".join(py_literal(part) for part in pp.parts)
+    return Code(f"str(_ROOT_DIR / {parts})")
+
+
+def kernel_source(k: ir.Kernel, core: str, name: str) -> Code | str:
+    """The kernel source of one part (declared `source`, else kernels/<core>/<part name>.cpp)."""
+    return root_path(k.source if k.source else f"kernels/{core}/{name}.cpp")
+
+
+def signature(k: ir.Kernel) -> list[Code]:
+    """`_D.IN` / `_D.OUT` / `_D.INOUT` per tensor parameter, in payload order (scalars excluded)."""
+    return [Code(f"_D.{SIG_DIRECTION[p.direction]}") for p in k.params if p.is_tensor]
+
+
+def orchestration_signature(p: ir.Program) -> list[Code]:
+    """Per external tensor (orch_args order): OUT when the entry only writes it, INOUT when it
+    reads and writes it, IN otherwise. simpler copies an IN tensor in but not back, an OUT tensor
+    back but not in (`stage_device_args`, ABI reference §6.3)."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for d in p.dispatches:
+        for acc in d.accesses:
+            t = p.tensors.get(acc.region.tensor)
+            if t is None:
+                continue
+            (reads if acc.kind is AccessKind.READ else writes).add(t.root)
+            if acc.kind is AccessKind.ATOMIC:
+                reads.add(t.root)
+    out = []
+    for t in sorted((t for t in p.tensors.values() if t.storage is Storage.EXTERNAL), key=lambda t: t.arg_index or 0):
+        direction = "INOUT" if t.name in writes and t.name in reads else "OUT" if t.name in writes else "IN"
+        out.append(Code(f"_D.{direction}"))
     return out
 
 
 def py_literal(value: object, indent: int = 0) -> str:
-    """Deterministic Python source for dicts (insertion order), lists, str, int, bool, None."""
+    """Deterministic Python source for dicts (insertion order), lists, str, int, bool, None, Code."""
     pad = "    " * indent
     inner = "    " * (indent + 1)
+    if isinstance(value, Code):
+        return str(value)
     if isinstance(value, dict):
         if not value:
             return "{}"
-        leaf = not any(isinstance(v, dict) or (isinstance(v, list) and v and isinstance(v[0], (dict, list)))
-                       for v in value.values())
-        if leaf:  # one line per parameter / config row, whatever its length
-            return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
         rows = [f"{inner}{py_literal(k)}: {py_literal(v, indent + 1)}," for k, v in value.items()]
         return "{\n" + "\n".join(rows) + f"\n{pad}}}"
     if isinstance(value, list):
@@ -91,6 +149,8 @@ def py_literal(value: object, indent: int = 0) -> str:
             flat = "[" + ", ".join(py_literal(v) for v in value) + "]"
             if len(flat) + len(pad) <= 100:
                 return flat
+            rows = [f"{inner}{py_literal(v, indent + 1)}," for v in value]
+            return "[\n" + "\n".join(rows) + f"\n{pad}]"
         rows = [f"{inner}{py_literal(v, indent + 1)}," for v in value]
         return "[\n" + "\n".join(rows) + f"\n{pad}]"
     if isinstance(value, str):
@@ -101,27 +161,37 @@ def py_literal(value: object, indent: int = 0) -> str:
 
 
 def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], orch_source: str) -> str:
-    """The text of kernel_config.py; `header` lines become `#` comments at the top."""
+    """The text of kernel_config.py; `header` lines become `#` comments after the title line."""
     kernels: list[dict[str, object]] = []
-    unverified: set[str] = set()
-    for fid, name, core in ids.parts:
-        k = program.kernels[name]
-        kernels.append({
-            "func_id": fid,
-            "name": name,
-            "source": kernel_source(k, core),
-            "core_type": core,
-            "signature": signature(k),
-        })
-        unverified.update(DTYPES[p.dtype].spelling for p in k.params if not DTYPES[p.dtype].verified)
-    lines = [f"# {h}" if h else "#" for h in header]
-    if unverified:
-        lines.append(f"# Unverified DataType spellings used in signatures: {', '.join(sorted(unverified))}.")
+    for fid, kname, core in ids.parts:
+        k = program.kernels[kname]
+        part = ids.part_name(kname, core)
+        entry: dict[str, object] = {"func_id": fid, "name": part, "source": kernel_source(k, core, part),
+                                    "core_type": core}
+        if k.extern:
+            entry["external"] = True
+            if k.includes:
+                entry["extra_include_dirs"] = [root_path(d) for d in k.includes]
+        sig = signature(k)
+        if sig:
+            entry["signature"] = sig
+        kernels.append(entry)
+    orch: dict[str, object] = {"source": root_path(orch_source), "function_name": "aicpu_orchestration_entry"}
+    orch_sig = orchestration_signature(program)
+    if orch_sig:
+        orch["signature"] = orch_sig
+    lines = ["# Kernel and Orchestration Configuration", *(f"# {h}" if h else "#" for h in header), "",
+             "from pathlib import Path", ""]
+    if orch_sig or any("signature" in k for k in kernels):
+        lines += ["from simpler.task_interface import ArgDirection as _D", ""]
     lines += [
+        "_ROOT_DIR = Path(__file__).parent",
         "",
+        "# Runtime configuration for tensormap_and_ringbuffer",
+        "# aicpu_thread_num = 0 selects the platform default (a2a3: 4, a5: 5)",
         "RUNTIME_CONFIG = " + py_literal({"runtime": "tensormap_and_ringbuffer", "aicpu_thread_num": 0}),
         "",
-        "ORCHESTRATION = " + py_literal({"source": orch_source, "function_name": "aicpu_orchestration_entry"}),
+        "ORCHESTRATION = " + py_literal(orch),
         "",
         "KERNELS = " + py_literal(kernels),
         "",

@@ -138,14 +138,15 @@ class TaskEmitter:
         self.c.task_counter += 1
         assert d.kernel is not None
         kernel = self.c.p.kernels[d.kernel]
-        fids = self.c.ids.ids(d.kernel)
         pr = f"params_t{n}"
         spmd = d.kind is TaskKind.SPMD
         self.c.w.blank()
+        callee = kernel.name if d.kernel_table is None else f"{d.kernel_table}[{show(d.kernel_index)}]"  # type: ignore[arg-type]
         if spmd:
-            self.c.w.comment(f"Spmd {n}: {d.name} -> {kernel.name} ({d.block_count} blocks, {kernel.core})")
+            self.c.w.comment(f"Spmd {n}: {d.name} -> {callee} ({d.block_count} blocks, {kernel.core})")
         else:
-            self.c.w.comment(f"Task {n}: {d.name} -> {kernel.name} ({kernel.core})")
+            self.c.w.comment(f"Task {n}: {d.name} -> {callee} ({kernel.core})")
+        fids = self.func_ids(d, pr, ranges)
         self.c.w.line(f"CoreTaskArgs {pr};")
         views = {v.param.name: v for v in task_views(self.c.p, d)}
         for arg in d.args:
@@ -172,6 +173,25 @@ class TaskEmitter:
         outs = f"task_{n}_outs"
         self.c.w.line(f"TaskOutputTensors {outs} = {call};")
         self.capture(d, f"{outs}.task_id()", ranges, declare=True)
+
+    def func_ids(self, d: ir.Dispatch, pr: str, ranges: dict[str, Interval]) -> list[str]:
+        """The func id of each part as C++: a literal, or for a `kernels` table a lookup by the
+        task's index in `const int32_t <params>_fids[N]` (one array per part; a member no task
+        selects is INVALID_KERNEL_ID)."""
+        assert d.kernel is not None
+        if d.kernel_table is None or d.kernel_index is None:
+            return [str(f) for f in self.c.ids.ids(d.kernel)]
+        members = self.c.p.kernel_tables[d.kernel_table].members
+        parts = 2 if self.c.p.kernels[d.kernel].core is Core.MIX else 1
+        index = self.c.printer(ranges)(d.kernel_index)
+        out = []
+        for part in range(parts):
+            values = [str(self.c.ids.by_kernel[m][part]) if m in self.c.ids.by_kernel else "INVALID_KERNEL_ID"
+                      for m in members]
+            name = f"{pr}_fids" if parts == 1 else f"{pr}_fids_{('aic', 'aiv')[part]}"
+            self.c.w.line(f"const int32_t {name}[{len(members)}] = {{{', '.join(values)}}};  // {', '.join(members)}")
+            out.append(f"{name}[{index}]")
+        return out
 
     def launch_lines(self, d: ir.Dispatch, pr: str) -> None:
         if d.kind is TaskKind.SPMD:

@@ -4,7 +4,15 @@ Math: qwen3_14b_decode_layer.md §2.6. Per live row b and kv head ki: the projec
 scaled by the deferred input inv_rms[b] (it cancels inside QK-norm apart from eps, and
 survives on v); k and the ki-th group of q heads get RMS QK-norm with the layer's norm
 weights and NeoX half-split RoPE at pos = seq_len - 1; k and v are appended to the paged
-cache at row slot*NUM_KV_HEADS + ki of the layer's region, q goes to q_tnd[b, head] (bf16).
+cache at row cache_row_offset + slot*NUM_KV_HEADS + ki, q goes to q_tnd[b, head] (bf16).
+The caches arrive whole, as the real extern takes them (ABI reference §3.3: the kernel adds
+cache_row_offset * HEAD_DIM to the caches' base addresses), so the layer's base is applied
+here, once; an access outside the layer's slab the task declares is a KernelFault.
+The block table arrives flat ([BATCH_PAD * pages per sequence], §1.2).
+Pad rows (seq_len 0) are not in the tiling's batch: the fused attention writes zeros to their
+rows of the output. That is our model of the kernel (the harvest runs a static batch of 16, so
+the reference never sees a pad row); it keeps `pgraph run --batch N` meaningful now that
+attn_out_seed has an empty body.
 Attention: scores over t < seq_len (the current token included) scaled by 1/sqrt(head_dim),
 online softmax over 128-token pages (flash-decode: per-page partials (max, sum, P@V) in the
 workspace, then merged), attn_out bf16. The FAI kernel rounds P to bf16 before P@V; that is
@@ -29,6 +37,7 @@ VERSION = 1
 BATCH_SLOTS = 16               # METADATA_BATCH_SLOTS = kMaxBatch (paged_attention_cce.py)
 BLOCK_SIZE = 128               # seq_tile = BLOCK_SIZE (FAI page size)
 CORE_NUM = 24                  # tiler kPlanningCoreNum
+Q_PER_KV = 5                   # query heads per KV head (Qwen3-14B: 40 / 8; the small config keeps it)
 F32 = np.float32
 #: Round P to bf16 before P@V as the FAI kernel does (§2.6). Off by default: the dense
 #: reference does not model it (§5), and with it a full-size layer's output pass rate drops
@@ -157,10 +166,11 @@ def rope_qkv(ctx: BlockContext, q_proj: np.ndarray, k_proj: np.ndarray, v_proj: 
 
 # ---- paged GQA decode attention -----------------------------------------------------------------------
 def paged_decode(query: np.ndarray, key_cache: np.ndarray | RowAccess, value_cache: np.ndarray | RowAccess,
-                 block_table: np.ndarray, kv_len: np.ndarray, workspace: np.ndarray, kv_heads: int) -> np.ndarray:
+                 block_table: np.ndarray, kv_len: np.ndarray, workspace: np.ndarray, kv_heads: int,
+                 base: int = 0) -> np.ndarray:
     """Decode attention of `n = len(kv_len)` rows: query bf16 [n, H, D] → f32 [n, H, D].
 
-    Cache rows are region-relative: (page*BLOCK_SIZE + t)*kv_heads + ki with page =
+    Cache rows are base + (page*BLOCK_SIZE + t)*kv_heads + ki with page =
     block_table[b, t // BLOCK_SIZE]; head h reads kv head h // (H / kv_heads). Page partials
     (P@V, max, sum) go to the workspace (f32 [n, H, pages, D+2]) and are merged with the
     online-softmax update m' = max(m, m_p), l = l*e^(m-m') + l_p*e^(m_p-m'),
@@ -181,7 +191,7 @@ def paged_decode(query: np.ndarray, key_cache: np.ndarray | RowAccess, value_cac
     for p in range(max_pages):
         live = np.flatnonzero(pages > p)
         page = block_table[live, p].astype(np.int64)
-        rows = (page[:, None] * BLOCK_SIZE + tok[None, :])[:, :, None] * kv_heads + np.arange(kv_heads)[None, None, :]
+        rows = base + (page[:, None] * BLOCK_SIZE + tok[None, :])[:, :, None] * kv_heads + np.arange(kv_heads)[None, None, :]
         k = f32(rows_get(key_cache, rows)).reshape(live.size, BLOCK_SIZE, kv_heads, d)
         v = f32(rows_get(value_cache, rows)).reshape(live.size, BLOCK_SIZE, kv_heads, d)
         s = np.einsum("bkgd,btkd->bkgt", q[live], k) * scale
@@ -210,20 +220,26 @@ def paged_decode(query: np.ndarray, key_cache: np.ndarray | RowAccess, value_cac
     return o_run / l_run[..., None]
 
 
-def _check_region(cache: np.ndarray | RowAccess, cache_row_offset: int, what: str) -> None:
-    origin = cache.origin if isinstance(cache, RowAccess) else None
-    if origin is not None and origin != cache_row_offset:
-        raise KernelFault(f"{what}: cache_row_offset {cache_row_offset} is not the region's first row {origin}")
-
-
 def _attend(query: np.ndarray, out: np.ndarray | RowAccess, key_cache: np.ndarray | RowAccess,
-            value_cache: np.ndarray | RowAccess, block_table: np.ndarray, workspace: np.ndarray,
-            batch: int, kv_len: np.ndarray, kv_heads: int) -> None:
-    if batch == 0:
-        return
+            value_cache: np.ndarray | RowAccess, tables: np.ndarray, workspace: np.ndarray,
+            batch: int, kv_len: np.ndarray, kv_heads: int, base: int) -> None:
+    """Attention of the `batch` live rows into `out` ([B, H, D] or [B, H*D]); pad rows get zeros."""
     heads, d = query.shape[1], query.shape[2]
-    o = paged_decode(np.asarray(query[:batch]), key_cache, value_cache, block_table, kv_len, workspace, kv_heads)
-    rows_set(out, np.arange(batch), bf16(o.reshape(batch, heads * d)))
+    pad = out.shape[0]
+    if batch:
+        o = paged_decode(np.asarray(query[:batch]), key_cache, value_cache, tables, kv_len, workspace, kv_heads, base)
+        rows_set(out, np.arange(batch), bf16(o.reshape(batch, *out.shape[1:])))
+    if batch < pad:
+        rows_set(out, np.arange(batch, pad), np.zeros((pad - batch, *out.shape[1:]), dtype=F32))
+    del heads, d
+
+
+def _tables(block_table: np.ndarray, batch_pad: int) -> np.ndarray:
+    """The flat block table ([BATCH_PAD * pages per sequence]) as [BATCH_PAD, pages per sequence]."""
+    flat = np.asarray(block_table).reshape(-1)
+    if flat.size % batch_pad:
+        raise KernelFault(f"block table of {flat.size} entries is not {batch_pad} rows of pages")
+    return flat.reshape(batch_pad, -1)
 
 
 @kernel("paged_attention_cce")
@@ -232,22 +248,21 @@ def paged_attention_cce(ctx: BlockContext, out: np.ndarray | RowAccess, query: n
                         block_table: np.ndarray, workspace: np.ndarray, metadata: np.ndarray,
                         cache_row_offset: int) -> None:
     """#762 attention-only extern: q_tnd and the caches already hold the current token (rope_qkv)."""
-    _check_region(key_cache, cache_row_offset, "paged_attention_cce")
-    batch, kv_len = read_metadata(metadata)
+    batch, kv_len = read_metadata(np.asarray(metadata))
     heads, d = query.shape[1], query.shape[2]
-    kv_heads = _kv_heads(key_cache, block_table, d, heads)
-    _attend(query, out, key_cache, value_cache, block_table, workspace, batch, kv_len, kv_heads)
+    tables = _tables(block_table, query.shape[0])
+    kv_heads = _kv_heads(key_cache, tables, d, heads)
+    _attend(query, out, key_cache, value_cache, tables, workspace, batch, kv_len, kv_heads, cache_row_offset)
 
 
-def _kv_heads(key_cache: np.ndarray | RowAccess, block_table: np.ndarray, d: int, heads: int) -> int:
-    """KV heads from the cache region: rows = pages * BLOCK_SIZE * kv_heads (identity pool)."""
-    pages = block_table.size
-    rows = key_cache.shape[0]
-    if rows % (pages * BLOCK_SIZE):
-        raise KernelFault(f"cache region of {rows} rows is not pages*{BLOCK_SIZE}*kv_heads for {pages} pages")
-    kvh = rows // (pages * BLOCK_SIZE)
-    if kvh == 0 or heads % kvh:
-        raise KernelFault(f"{heads} query heads do not split over {kvh} kv heads")
+def _kv_heads(key_cache: np.ndarray | RowAccess, tables: np.ndarray, d: int, heads: int) -> int:
+    """KV heads: HEADS / Q_PER_KV (the GQA group the FAI kernel is compiled for); the whole cache
+    must hold a whole number of layers of pages * BLOCK_SIZE * kv_heads rows."""
+    kvh = heads // Q_PER_KV
+    per_layer = tables.size * BLOCK_SIZE * kvh
+    if kvh == 0 or heads % Q_PER_KV or key_cache.shape[0] % per_layer:
+        raise KernelFault(f"cache of {key_cache.shape[0]} rows is not layers of {tables.size} pages x {BLOCK_SIZE} "
+                          f"tokens x {kvh} kv heads")
     return kvh
 
 
@@ -258,30 +273,29 @@ def paged_attention_rope_cce(ctx: BlockContext, out: np.ndarray | RowAccess, que
                              q_proj: np.ndarray, k_proj: np.ndarray, v_proj: np.ndarray, q_norm_w: np.ndarray,
                              k_norm_w: np.ndarray, rope_cos: np.ndarray, rope_sin: np.ndarray,
                              inv_rms: np.ndarray, slot_mapping: np.ndarray, seq_lens: np.ndarray,
-                             cache_row_offset: int, batch_offset: int) -> None:
-    """HEAD fa_fused (#796): phase 0 (QK-norm, RoPE, KV append, q_tnd), barrier, attention.
-
-    Runs as one unit for the whole sync_start grid. Live rows come from the tiling
-    metadata; per-row inputs (seq_lens, slot_mapping, block_table) are read at b + batch_offset.
-    """
-    _check_region(key_cache, cache_row_offset, "paged_attention_rope_cce")
-    batch, kv_len = read_metadata(metadata)
-    d = q_norm_w.shape[0]
+                             cache_row_offset: int) -> None:
+    """HEAD fa_fused (#796), fids 11 + 12: phase 0 (QK-norm, RoPE, KV append at the layer's rows,
+    q_tnd), barrier, attention. Runs as one unit for the whole sync_start grid; the live rows come
+    from the tiling metadata. `out` is attn_out seen as [BATCH_PAD, HEADS, HEAD_DIM]."""
+    batch, kv_len = read_metadata(np.asarray(metadata))
+    qn = np.asarray(q_norm_w).reshape(-1)
+    kn = np.asarray(k_norm_w).reshape(-1)
+    d = qn.shape[0]
     kv_heads = k_proj.shape[1] // d
     group = q_proj.shape[1] // k_proj.shape[1]
+    if key_cache.shape[0] < cache_row_offset:
+        raise KernelFault(f"cache_row_offset {cache_row_offset} beyond the cache's {key_cache.shape[0]} rows")
     if batch:
         rows = np.repeat(np.arange(batch), kv_heads)
         kis = np.tile(np.arange(kv_heads), batch)
-        ext = rows + batch_offset
-        pos = np.asarray(seq_lens)[ext].astype(np.int64) - 1
+        pos = np.asarray(seq_lens)[rows].astype(np.int64) - 1
         if (pos < 0).any():
             raise KernelFault("paged_attention_rope_cce: a live row has seq_len <= 0")
         cos, sin = np.asarray(rope_cos)[pos], np.asarray(rope_sin)[pos]
-        q, k, v = rope_items(rows, kis, q_proj, k_proj, v_proj, np.asarray(inv_rms)[rows, 0], q_norm_w, k_norm_w,
-                             cos, sin)
-        cache_rows = np.asarray(slot_mapping)[ext].astype(np.int64) * kv_heads + kis
+        q, k, v = rope_items(rows, kis, q_proj, k_proj, v_proj, np.asarray(inv_rms)[rows, 0], qn, kn, cos, sin)
+        cache_rows = cache_row_offset + np.asarray(slot_mapping)[rows].astype(np.int64) * kv_heads + kis
         rows_set(key_cache, cache_rows, k)
         rows_set(value_cache, cache_rows, v)
         query[:batch] = q.reshape(batch, kv_heads * group, d)
-    tables = np.asarray(block_table)[batch_offset:batch_offset + batch]
-    _attend(query, out, key_cache, value_cache, tables, workspace, batch, kv_len, kv_heads)
+    tables = _tables(block_table, query.shape[0])
+    _attend(query, out, key_cache, value_cache, tables, workspace, batch, kv_len, kv_heads, cache_row_offset)

@@ -8,10 +8,15 @@ parameter gets one of four modes:
   gets a NumPy view of that region (read-only for `in`);
 - `rows`: an indirect region (on the argument or in the task's declared accesses); the kernel
   gets a `RowAccess` bounded by the declared boxes;
-- `checked`: a direct argument wider than the block's declared accesses (a task body that
-  states narrower `reads`/`writes`, e.g. #762 rope_qkv); the kernel gets a copy in which every
-  element outside the declared read boxes is poisoned, and after the call any change outside
-  the declared write boxes is a KernelFault; only the declared write boxes are written back.
+- `guarded`: a direct argument wider than the block's declared accesses (a whole tensor passed
+  to a kernel that picks its part from its block index and scalars, as the real kernels do);
+  the kernel gets a `GuardedTensor`: its reads see poison outside the declared read boxes and a
+  write outside the declared write boxes is a KernelFault, element by element, without copying
+  the whole tensor;
+- `checked`: the same for an argument whose parameter shape differs from the region's (a
+  region with single indices); the kernel gets a copy in which every element outside the
+  declared read boxes is poisoned, and after the call any change outside the declared write
+  boxes is a KernelFault; only the declared write boxes are written back.
 """
 
 from __future__ import annotations
@@ -163,6 +168,7 @@ class Binder:
         want_read = direction is not Direction.OUT
         want_write = direction is not Direction.IN
         exact = ((not want_read or set(reads) == {box}) and (not want_write or set(writes) == {box}))
-        mode = "view" if exact else "checked"
+        shape = tuple(hi - lo for lo, hi in box)
+        mode = "view" if exact else "guarded" if arg.param.shape in (None, shape) else "checked"
         return ParamBinding(arg.param, mode, tensor=tensor, buffer=key, box=box,
                             read_boxes=tuple(dict.fromkeys(reads)), write_boxes=tuple(dict.fromkeys(writes)))

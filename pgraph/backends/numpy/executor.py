@@ -24,6 +24,7 @@ from pgraph.backends.numpy.races import RaceDetector
 from pgraph.backends.numpy.storage import (
     NP_DTYPES,
     DenseStorage,
+    GuardedTensor,
     KernelFault,
     OverlayStorage,
     ReplicatedStorage,
@@ -35,6 +36,7 @@ from pgraph.backends.numpy.storage import (
     reshape_view,
 )
 from pgraph.ir.instances import Box, BufferKey, InstanceGraph
+from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.kinds import AccessKind
 from pgraph.kinds import Storage as Placement
 
@@ -147,6 +149,9 @@ class Executor:
         if pb.mode == "view":
             v = st.view(tshape, pb.box, writable=direction != "in")
             return reshape_view(v, pb.param.shape), None
+        if pb.mode == "guarded":
+            return GuardedTensor(st, tshape, pb.box, pb.tensor, pb.param.name, pb.read_boxes, pb.write_boxes,
+                                 label), None
         return self._checked(st, tshape, pb)
 
     def _checked(self, st: Storage, tshape: tuple[int, ...], pb: ParamBinding) -> tuple[object, _Pending]:
@@ -191,10 +196,12 @@ class Executor:
         d = self.program.dispatch(inst.dispatch)
         if self.detector is not None:
             self.detector.check_block(node, call.block_idx, call.accesses, d.sync_start)
-        assert d.kernel is not None
-        fn = KERNELS.get(d.kernel)
+        name = kernel_at(self.program, d, instance_env(self.program, d, inst.iters, inst.index))
+        assert name is not None
+        body = self.program.kernels[name].body  # an alias runs the body of the kernel it aliases
+        fn = KERNELS.get(body)
         if fn is None:
-            raise KernelFault(f"no NumPy implementation of kernel '{d.kernel}'")
+            raise KernelFault(f"no NumPy implementation of kernel '{body}'")
         args = []
         pending: list[_Pending] = []
         for pb in call.params:

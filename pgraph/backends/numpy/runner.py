@@ -82,7 +82,7 @@ class Session:
                 continue
             if self.plan.program.dispatch(inst.dispatch).kernel == "copy_out":
                 calls = self.binder.calls(inst.id)
-                src = calls[0].params[0]
+                src = next(pb for pb in calls[0].params if pb.param.direction == "in")  # copy_out(out, cur, row0)
                 return src.buffer
         return None
 

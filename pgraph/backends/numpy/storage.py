@@ -257,3 +257,117 @@ class RowAccess:
         a = self._absolute(rows, self.write_boxes, "write to")
         self._cols_ok(self.write_boxes, "write to")
         self.storage.put(self.tshape, a, np.asarray(values).astype(self.dtype))
+
+
+def inside_one(box: Box, boxes: Sequence[Box]) -> bool:
+    """True when one box of `boxes` contains all of `box` (the common case: no mask needed)."""
+    return any(all(blo <= lo and hi <= bhi for (lo, hi), (blo, bhi) in zip(box, b, strict=False)) for b in boxes)
+
+
+def coverage(box: Box, boxes: Sequence[Box]) -> np.ndarray:
+    """Boolean mask over `box` (absolute coordinates): True where some box of `boxes` covers it."""
+    m = np.zeros(box_shape(box), dtype=bool)
+    for b in boxes:
+        m[tuple(slice(max(lo, blo) - lo, max(min(hi, bhi) - lo, 0))
+                for (lo, hi), (blo, bhi) in zip(box, b, strict=False))] = True
+    return m
+
+
+class GuardedTensor:
+    """A tensor argument wider than what its block declares, seen through its declared accesses.
+
+    The kernel receives what the orchestration passes (a whole tensor, or a view of it) and
+    picks its own part from its block index and scalar offsets, as the real kernels do. Reads
+    (`t[key]`, `np.asarray(t)`) return a copy of that part in which every element outside the
+    declared read boxes is poisoned; a write (`t[key] = v`, `t[key] += v`) that reaches an
+    element outside the declared write boxes is a KernelFault. Only basic indexing (integers,
+    unit-step slices, `...`) is supported. Coordinates are relative to the passed region `box`.
+    """
+
+    def __init__(self, storage: Storage, tshape: tuple[int, ...], box: Box, name: str, param: str,
+                 read_boxes: Sequence[Box], write_boxes: Sequence[Box], label: str) -> None:
+        self.storage = storage
+        self.tshape = tshape
+        self.box = box
+        self.name = name
+        self.param = param
+        self.read_boxes = list(read_boxes)
+        self.write_boxes = list(write_boxes)
+        self.label = label
+        self.shape = box_shape(box)
+        self.ndim = len(self.shape)
+        self.dtype = storage.dtype
+
+    def _select(self, key: object) -> tuple[Box, tuple[int, ...]]:
+        """The absolute box `key` selects and the dims an integer index drops."""
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in keys):
+            i = next(j for j, k in enumerate(keys) if k is Ellipsis)
+            fill = (slice(None),) * (self.ndim - (len(keys) - 1))
+            keys = (*keys[:i], *fill, *keys[i + 1:])
+        keys = (*keys, *(slice(None),) * (self.ndim - len(keys)))
+        if len(keys) != self.ndim:
+            raise KernelFault(f"{self.label}: '{self.param}' indexed with {len(keys)} indices, it has {self.ndim}")
+        out: list[tuple[int, int]] = []
+        dropped: list[int] = []
+        for d, (k, n, (lo, _hi)) in enumerate(zip(keys, self.shape, self.box, strict=True)):
+            if isinstance(k, (int, np.integer)):
+                i = int(k) + (n if k < 0 else 0)
+                if not 0 <= i < n:
+                    raise KernelFault(f"{self.label}: index {int(k)} of '{self.param}' dim {d} outside 0..{n - 1}")
+                out.append((lo + i, lo + i + 1))
+                dropped.append(d)
+            elif isinstance(k, slice):
+                a, b, step = k.indices(n)
+                if step != 1:
+                    raise KernelFault(f"{self.label}: '{self.param}' sliced with step {step}")
+                out.append((lo + a, lo + max(a, b)))
+            else:
+                raise KernelFault(f"{self.label}: '{self.param}' takes integer and slice indices only")
+        return tuple(out), tuple(dropped)
+
+    def __getitem__(self, key: object) -> np.ndarray:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, (np.ndarray, list)) for k in keys):
+            return self._gather(keys)
+        box, dropped = self._select(key)
+        data = np.array(self.storage.view(self.tshape, box, writable=False))
+        readable = None if inside_one(box, self.read_boxes) else coverage(box, self.read_boxes)
+        if readable is not None and not readable.all():
+            hidden = data[~readable]
+            poison_fill(hidden)
+            data[~readable] = hidden
+        return data.reshape(tuple(n for d, n in enumerate(box_shape(box)) if d not in dropped))
+
+    def _gather(self, keys: tuple[object, ...]) -> np.ndarray:
+        """Integer-array (advanced) indexing on a read: read the bounding box of the selection
+        (poisoned outside the declared reads), then index it."""
+        bound: list[object] = []
+        local: list[object] = []
+        for k in keys:
+            if isinstance(k, (np.ndarray, list)):
+                a = np.asarray(k, dtype=np.int64)
+                lo, hi = (int(a.min()), int(a.max()) + 1) if a.size else (0, 0)
+                bound.append(slice(lo, hi))
+                local.append(a - lo)
+            else:
+                bound.append(k)
+                local.append(slice(None) if isinstance(k, slice) else 0)
+        part = self[tuple(bound)]
+        squeezed = tuple(x for x, k in zip(local, keys, strict=True) if not isinstance(k, (int, np.integer)))
+        return part[squeezed]  # type: ignore[index]
+
+    def __setitem__(self, key: object, value: object) -> None:
+        box, dropped = self._select(key)
+        writable = None if inside_one(box, self.write_boxes) else coverage(box, self.write_boxes)
+        if writable is not None and not writable.all():
+            where = tuple(int(i[0]) for i in np.nonzero(~writable))
+            raise KernelFault(f"{self.label}: '{self.param}' wrote {self.name} at offset {where} of the selected "
+                              "part, outside the regions the spec declares")
+        target = self.storage.view(self.tshape, box, writable=True)
+        target[...] = np.broadcast_to(np.asarray(value), target.reshape(
+            tuple(n for d, n in enumerate(target.shape) if d not in dropped)).shape).reshape(target.shape)
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        out = self[...]
+        return out if dtype is None else out.astype(dtype)

@@ -21,9 +21,12 @@ What each record field is taken from:
   gather may touch all of it: for the paged KV cache, every sequence at MAX_SEQ); an
   indirect write (a scatter) moves at most one row per entry of its smallest index tensor
   (the KV append writes one row per slot_mapping entry), never more than the box;
-- cube FLOPs per block: 2*M*N*K when an AIC kernel has inputs [M, K] and [K, N] and an
-  output [M, N] (the [K, N] operand's bytes are the block's weight bytes); vector work: the
-  elements an AIV kernel's block touches;
+- cube FLOPs per block: 2*M*N*K when an AIC task's first block reads regions [M, K] and
+  [K, N] and writes or accumulates into one of [M, N] (the [K, N] operand's bytes are the
+  block's weight bytes; the kernels take whole tensors, so the declared regions, not the
+  parameters, give the tile); vector work: the elements an AIV kernel's block touches;
+- kernel: the one the task runs (a `kernels` table's member for its index), so each of the
+  five residual_rms_cast slices has its own func id and calibration row;
 - serialised writers: the tasks of a `parallel` dispatch that the planner reports as
   falsely serialised (PG103, `pgraph.plan.races.false_serializations`: the runtime gives them
   WAW edges) each wait on the previous task of the same loop iteration (an 'inferred' edge);
@@ -38,9 +41,10 @@ from collections import defaultdict
 
 from pgraph.backends.a2a3.kernel_config import FuncIds
 from pgraph.ir import program as ir
-from pgraph.ir.instances import Instance
+from pgraph.ir.instances import BlockAccesses, Instance
 from pgraph.ir.limits import DEFAULT_COSTS, heap_bytes
-from pgraph.kinds import WAIT, Core, Direction, TaskKind
+from pgraph.ir.queries import instance_env, kernel_at
+from pgraph.kinds import WAIT, AccessKind, Core, TaskKind
 from pgraph.plan.base import Plan
 from pgraph.plan.early_dispatch import EarlyState, classify, flagged
 from pgraph.plan.races import false_serializations
@@ -50,19 +54,18 @@ from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
 SHAPE_OF_CORE = {"aic": Shape.AIC, "aiv": Shape.AIV, "mix": Shape.MIX}
 
 
-def _matmul(kernel: ir.Kernel) -> tuple[float, float] | None:
-    """(FLOPs, weight bytes) of one block when the kernel is x[M,K] @ w[K,N] -> [M,N], else None."""
-    ins = [p for p in kernel.params if p.direction is Direction.IN and p.shape is not None and len(p.shape) == 2]
-    outs = [p for p in kernel.params if p.direction in (Direction.OUT, Direction.INOUT, Direction.ATOMIC_ADD)
-            and p.shape is not None and len(p.shape) == 2]
-    for x in ins:
-        for w in ins:
-            if w is x or x.shape is None or w.shape is None or x.shape[1] != w.shape[0]:
-                continue
-            m, k = x.shape
-            n = w.shape[1]
-            if any(o.shape == (m, n) for o in outs):
-                return 2.0 * m * n * k, float(k * n * ir.DTYPE_BYTES[w.dtype])
+def _matmul(p: ir.Program, block: BlockAccesses) -> tuple[float, float] | None:
+    """(FLOPs, weight bytes) of one block reading x[M,K] and w[K,N] into [M,N], else None."""
+    def extent(box: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+        return tuple(hi - lo for lo, hi in box)
+
+    reads = [(t, extent(box)) for t, _k, box, _i in block[AccessKind.READ] if len(box) == 2]
+    outs = {extent(box) for kind in (AccessKind.WRITE, AccessKind.ATOMIC) for _t, _k, box, _i in block[kind]
+            if len(box) == 2}
+    for xi, (_xt, (m, k)) in enumerate(reads):
+        for wi, (wt, (k2, n)) in enumerate(reads):
+            if wi != xi and k2 == k and (m, n) in outs:
+                return 2.0 * m * n * k, float(k * n * ir.DTYPE_BYTES[p.tensors[wt].dtype])
     return None
 
 
@@ -77,7 +80,7 @@ class _Converter:
         self.scope_ids: dict[tuple[int, tuple[int, ...]], int] = {}
         self.scope_rows: list[dict[str, object]] = []
         self.local: dict[int, int] = defaultdict(int)
-        self.matmul: dict[str, tuple[float, float] | None] = {k.name: _matmul(k) for k in self.p.kernels.values()}
+        self.matmul: dict[str, tuple[float, float] | None] = {}
         self.serial = {d.name for d, _, _ in false_serializations(plan)}
         self.last_writer: dict[tuple[str, tuple[int, ...]], int] = {}
 
@@ -186,13 +189,18 @@ class _Converter:
                   "layer": layer, "local": local}
         if inst.kind is TaskKind.DUMMY:
             return TaskRecord(inst.id, inst.label, inst.dispatch, None, Shape.DUMMY, 0, ring, scope, **common)  # type: ignore[arg-type]
-        kernel = p.kernels[d.kernel] if d.kernel else None
+        name = kernel_at(p, d, instance_env(p, d, inst.iters, inst.index))
+        kernel = p.kernels[name] if name else None
         shape = SHAPE_OF_CORE[kernel.core] if kernel else Shape.AIV
         nbytes, velems = self.block_work(inst, kernel)
         flops, wbytes = 0.0, 0.0
-        mm = self.matmul.get(kernel.name) if kernel else None
-        if kernel is not None and kernel.core is Core.AIC and mm is not None:
-            flops, wbytes = mm
+        if kernel is not None and kernel.core is Core.AIC:
+            if d.name not in self.matmul:
+                blocks = g.blocks.get(inst.id) or []
+                self.matmul[d.name] = _matmul(p, blocks[0]) if blocks else None
+            mm = self.matmul[d.name]
+            if mm is not None:
+                flops, wbytes = mm
         fixed, source = self.fixed_cost(kernel)
         return TaskRecord(inst.id, inst.label, inst.dispatch, kernel.name if kernel else None, shape, inst.blocks,
                           ring, scope, sync_start=d.sync_start,

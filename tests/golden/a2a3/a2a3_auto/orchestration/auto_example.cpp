@@ -42,7 +42,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         uint32_t h0_ci_shapes[2] = {8, 64};
         TensorCreateInfo h0_ci(h0_ci_shapes, 2, DataType::FLOAT32);
         uint32_t hist_ci_shapes[1] = {8};
-        TensorCreateInfo hist_ci(hist_ci_shapes, 1, DataType::INT32);  // unverified DataType spelling
+        TensorCreateInfo hist_ci(hist_ci_shapes, 1, DataType::INT32);
         uint32_t s00_ci_shapes[1] = {8};
         TensorCreateInfo s00_ci(s00_ci_shapes, 1, DataType::FLOAT32);
         uint32_t s01_ci_shapes[1] = {8};

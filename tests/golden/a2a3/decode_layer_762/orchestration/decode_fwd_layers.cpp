@@ -13,7 +13,7 @@ __attribute__((visibility("default")))
 PTO2OrchestrationConfig aicpu_orchestration_config(const ChipTaskArgs& orch_args) {
     (void)orch_args;
     return PTO2OrchestrationConfig{
-        .expected_arg_count = 21,
+        .expected_arg_count = 20,
     };
 }
 
@@ -27,22 +27,22 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
     const ChipTensor& ext_wv = orch_args.tensor(4).ref();
     const ChipTensor& ext_q_norm_weight = orch_args.tensor(5).ref();
     const ChipTensor& ext_k_norm_weight = orch_args.tensor(6).ref();
-    const ChipTensor& ext_k_cache = orch_args.tensor(7).ref();
-    const ChipTensor& ext_v_cache = orch_args.tensor(8).ref();
-    const ChipTensor& ext_block_table = orch_args.tensor(9).ref();
-    const ChipTensor& ext_slot_mapping = orch_args.tensor(10).ref();
-    const ChipTensor& ext_seq_lens = orch_args.tensor(11).ref();
-    const ChipTensor& ext_rope_cos = orch_args.tensor(12).ref();
-    const ChipTensor& ext_rope_sin = orch_args.tensor(13).ref();
+    const ChipTensor& ext_seq_lens = orch_args.tensor(7).ref();
+    const ChipTensor& ext_block_table = orch_args.tensor(8).ref();
+    const ChipTensor& ext_slot_mapping = orch_args.tensor(9).ref();
+    const ChipTensor& ext_rope_cos = orch_args.tensor(10).ref();
+    const ChipTensor& ext_rope_sin = orch_args.tensor(11).ref();
+    const ChipTensor& ext_k_cache = orch_args.tensor(12).ref();
+    const ChipTensor& ext_v_cache = orch_args.tensor(13).ref();
     const ChipTensor& ext_wo = orch_args.tensor(14).ref();
-    const ChipTensor& ext_post_rms_weight = orch_args.tensor(15).ref();
-    const ChipTensor& ext_w_gate = orch_args.tensor(16).ref();
-    const ChipTensor& ext_w_up = orch_args.tensor(17).ref();
-    const ChipTensor& ext_w_down = orch_args.tensor(18).ref();
+    const ChipTensor& ext_w_gate = orch_args.tensor(15).ref();
+    const ChipTensor& ext_w_up = orch_args.tensor(16).ref();
+    const ChipTensor& ext_w_down = orch_args.tensor(17).ref();
+    const ChipTensor& ext_post_rms_weight = orch_args.tensor(18).ref();
     const ChipTensor& ext_out = orch_args.tensor(19).ref();
-    // Scalars
-    int64_t batch = from_u64<int64_t>(orch_args.scalar(0));
-    (void)batch;
+    // Dimensions read at run time (`runtime` in the spec: planned at the declared value)
+    const int64_t block_table_dim0 = (int64_t)orch_args.tensor(8).ref().shapes[0];
+    const int64_t k_cache_dim0 = (int64_t)orch_args.tensor(12).ref().shapes[0];
 
     // entry scope: depth 1, ring 1
     PTO2_SCOPE() {
@@ -63,12 +63,13 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
         // ---- phase setup ----
 
-        // Task 0: pa_tiling -> paged_attention_tiling_cce (aiv)
+        // Spmd 0: pa_tiling -> paged_attention_tiling_cce (1 blocks, aiv)
         CoreTaskArgs params_t0;
         params_t0.add_input(ext_seq_lens);
         params_t0.add_output(pa_metadata);
-        params_t0.add_scalar((int64_t)(32));
-        params_t0.add_scalar((int64_t)(512));
+        params_t0.add_scalar((int32_t)(block_table_dim0 / 16));
+        params_t0.add_scalar((int32_t)(k_cache_dim0 / 40960));
+        params_t0.launch_spec.set_block_num(1);
         params_t0.set_allow_early_resolve(true);
         TaskOutputTensors task_0_outs = rt_submit_aiv_task(0, params_t0);
         PTO2TaskId pa_tiling_tid = task_0_outs.task_id();
@@ -80,33 +81,34 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         // TaskIds of copy_hidden: one slot per tile
         PTO2TaskId copy_hidden_tids[1] = {PTO2TaskId::invalid()};
 
-        // auto scope (decode_layer.pgl:25): depth 2, ring 2
-        PTO2_SCOPE() {
-            // ---- phase setup ----
+        // for cb in 0..1 (one PTO2_SCOPE per iteration)
+        for (int64_t cb = 0; cb < 1; ++cb) {
+            // loop body scope: depth 2, ring 2
+            PTO2_SCOPE() {
+                // ---- phase setup ----
 
-            // Task 1: copy_hidden -> copy_hidden (aiv)
-            CoreTaskArgs params_t1;
-            params_t1.add_input(ext_hidden);
-            params_t1.add_output(hidden0);
-            TaskOutputTensors task_1_outs = rt_submit_aiv_task(1, params_t1);
-            copy_hidden_tids[0] = task_1_outs.task_id();
+                // Task 1: copy_hidden -> copy_hidden (aiv)
+                CoreTaskArgs params_t1;
+                params_t1.add_output(hidden0);
+                params_t1.add_input(ext_hidden);
+                params_t1.add_scalar((int64_t)(cb * 16));
+                TaskOutputTensors task_1_outs = rt_submit_aiv_task(1, params_t1);
+                copy_hidden_tids[0] = task_1_outs.task_id();
+            }
         }
 
         // TaskIds of x_gamma0: one slot per tile
         PTO2TaskId x_gamma0_tids[1] = {PTO2TaskId::invalid()};
 
-        // manual scope (decode_layer.pgl:28): depth 2, ring 2
+        // manual scope (decode_layer.pgl:41): depth 2, ring 2
         PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
             // ---- phase setup ----
 
-            // Spmd 2: x_gamma0 -> x_gamma (5 blocks, aiv)
+            // Spmd 2: x_gamma0 -> x_gamma0 (5 blocks, aiv)
             CoreTaskArgs params_t2;
-            params_t2.add_input(hidden0);
-            uint32_t params_t2_gamma_shapes[2] = {1, 5120};
-            uint32_t params_t2_gamma_offsets[2] = {0, 0};
-            ChipTensor params_t2_gamma = ext_input_rms_weight.view(params_t2_gamma_shapes, params_t2_gamma_offsets);
-            params_t2.add_input(params_t2_gamma);
             params_t2.add_output(normed0);
+            params_t2.add_input(hidden0);
+            params_t2.add_input(ext_input_rms_weight);
             params_t2.launch_spec.set_block_num(5);
             params_t2.set_allow_early_resolve(true);
             PTO2TaskId params_t2_deps[1];
@@ -127,7 +129,11 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         for (int64_t L = 0; L < 40; ++L) {
             // loop body scope: depth 2, ring 2
             PTO2_SCOPE() {
-                // Allocations: 16 buffer(s) on ring 2
+                // Allocations: 8 buffer(s) on ring 2
+                uint32_t layer_out_ci_shapes[2] = {16, 5120};
+                TensorCreateInfo layer_out_ci(layer_out_ci_shapes, 2, DataType::FLOAT32);
+                uint32_t next_normed_ci_shapes[2] = {16, 5120};
+                TensorCreateInfo next_normed_ci(next_normed_ci_shapes, 2, DataType::BFLOAT16);
                 uint32_t inv_rms_ci_shapes[2] = {16, 1};
                 TensorCreateInfo inv_rms_ci(inv_rms_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t q_acc_ci_shapes[2] = {16, 5120};
@@ -140,6 +146,35 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 TensorCreateInfo q_tnd_flat_ci(q_tnd_flat_ci_shapes, 2, DataType::BFLOAT16);
                 uint32_t attn_out_ci_shapes[2] = {16, 5120};
                 TensorCreateInfo attn_out_ci(attn_out_ci_shapes, 2, DataType::BFLOAT16);
+                TaskOutputTensors alloc_1 = alloc_tensors(layer_out_ci, next_normed_ci, inv_rms_ci, q_acc_ci, k_acc_ci, v_acc_ci, q_tnd_flat_ci, attn_out_ci);
+                const ChipTensor& layer_out = alloc_1.get_ref(0);
+                const ChipTensor& next_normed = alloc_1.get_ref(1);
+                const ChipTensor& inv_rms = alloc_1.get_ref(2);
+                const ChipTensor& q_acc = alloc_1.get_ref(3);
+                const ChipTensor& k_acc = alloc_1.get_ref(4);
+                const ChipTensor& v_acc = alloc_1.get_ref(5);
+                const ChipTensor& q_tnd_flat = alloc_1.get_ref(6);
+                const ChipTensor& attn_out = alloc_1.get_ref(7);
+
+                uint32_t q_tnd_shapes[3] = {16, 40, 128};
+                ChipTensor q_tnd = q_tnd_flat.reshape(q_tnd_shapes, 3);
+                uint32_t attn_out_tnd_shapes[3] = {16, 40, 128};
+                ChipTensor attn_out_tnd = attn_out.reshape(attn_out_tnd_shapes, 3);
+                (void)attn_out_tnd;
+                uint32_t attn_out2d_shapes[2] = {16, 5120};
+                ChipTensor attn_out2d = attn_out.reshape(attn_out2d_shapes, 2);
+
+                // TaskIds of down_proj: one slot per tile
+                PTO2TaskId down_proj_tids[85];
+                for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
+
+                // Allocations: 8 buffer(s) on ring 2 (declared in the manual scope at line 142)
+                uint32_t down_acc_ci_shapes[2] = {16, 5120};
+                TensorCreateInfo down_acc_ci(down_acc_ci_shapes, 2, DataType::FLOAT32);
+                uint32_t gate_acc_ci_shapes[2] = {16, 17408};
+                TensorCreateInfo gate_acc_ci(gate_acc_ci_shapes, 2, DataType::FLOAT32);
+                uint32_t up_acc_ci_shapes[2] = {16, 17408};
+                TensorCreateInfo up_acc_ci(up_acc_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t attn_proj_ci_shapes[2] = {16, 5120};
                 TensorCreateInfo attn_proj_ci(attn_proj_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t h1_ci_shapes[2] = {16, 5120};
@@ -148,44 +183,19 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 TensorCreateInfo mlp_norm_in_ci(mlp_norm_in_ci_shapes, 2, DataType::BFLOAT16);
                 uint32_t inv_rms_tile_ci_shapes[2] = {16, 1};
                 TensorCreateInfo inv_rms_tile_ci(inv_rms_tile_ci_shapes, 2, DataType::FLOAT32);
-                uint32_t gate_acc_ci_shapes[2] = {16, 17408};
-                TensorCreateInfo gate_acc_ci(gate_acc_ci_shapes, 2, DataType::FLOAT32);
-                uint32_t up_acc_ci_shapes[2] = {16, 17408};
-                TensorCreateInfo up_acc_ci(up_acc_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t mlp_tile_ci_shapes[2] = {16, 17408};
                 TensorCreateInfo mlp_tile_ci(mlp_tile_ci_shapes, 2, DataType::BFLOAT16);
-                uint32_t down_acc_ci_shapes[2] = {16, 5120};
-                TensorCreateInfo down_acc_ci(down_acc_ci_shapes, 2, DataType::FLOAT32);
-                uint32_t layer_out_ci_shapes[2] = {16, 5120};
-                TensorCreateInfo layer_out_ci(layer_out_ci_shapes, 2, DataType::FLOAT32);
-                uint32_t next_normed_ci_shapes[2] = {16, 5120};
-                TensorCreateInfo next_normed_ci(next_normed_ci_shapes, 2, DataType::BFLOAT16);
-                TaskOutputTensors alloc_1 = alloc_tensors(inv_rms_ci, q_acc_ci, k_acc_ci, v_acc_ci, q_tnd_flat_ci, attn_out_ci, attn_proj_ci, h1_ci, mlp_norm_in_ci, inv_rms_tile_ci, gate_acc_ci, up_acc_ci, mlp_tile_ci, down_acc_ci, layer_out_ci, next_normed_ci);
-                const ChipTensor& inv_rms = alloc_1.get_ref(0);
-                const ChipTensor& q_acc = alloc_1.get_ref(1);
-                const ChipTensor& k_acc = alloc_1.get_ref(2);
-                const ChipTensor& v_acc = alloc_1.get_ref(3);
-                const ChipTensor& q_tnd_flat = alloc_1.get_ref(4);
-                const ChipTensor& attn_out = alloc_1.get_ref(5);
-                const ChipTensor& attn_proj = alloc_1.get_ref(6);
-                const ChipTensor& h1 = alloc_1.get_ref(7);
-                const ChipTensor& mlp_norm_in = alloc_1.get_ref(8);
-                const ChipTensor& inv_rms_tile = alloc_1.get_ref(9);
-                const ChipTensor& gate_acc = alloc_1.get_ref(10);
-                const ChipTensor& up_acc = alloc_1.get_ref(11);
-                const ChipTensor& mlp_tile = alloc_1.get_ref(12);
-                const ChipTensor& down_acc = alloc_1.get_ref(13);
-                const ChipTensor& layer_out = alloc_1.get_ref(14);
-                const ChipTensor& next_normed = alloc_1.get_ref(15);
+                TaskOutputTensors alloc_2 = alloc_tensors(down_acc_ci, gate_acc_ci, up_acc_ci, attn_proj_ci, h1_ci, mlp_norm_in_ci, inv_rms_tile_ci, mlp_tile_ci);
+                const ChipTensor& down_acc = alloc_2.get_ref(0);
+                const ChipTensor& gate_acc = alloc_2.get_ref(1);
+                const ChipTensor& up_acc = alloc_2.get_ref(2);
+                const ChipTensor& attn_proj = alloc_2.get_ref(3);
+                const ChipTensor& h1 = alloc_2.get_ref(4);
+                const ChipTensor& mlp_norm_in = alloc_2.get_ref(5);
+                const ChipTensor& inv_rms_tile = alloc_2.get_ref(6);
+                const ChipTensor& mlp_tile = alloc_2.get_ref(7);
 
-                uint32_t q_tnd_shapes[3] = {16, 40, 128};
-                ChipTensor q_tnd = q_tnd_flat.reshape(q_tnd_shapes, 3);
-
-                // TaskIds of down_proj: one slot per tile
-                PTO2TaskId down_proj_tids[85];
-                for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
-
-                // manual scope (decode_layer_762.pgl:133): depth 3, ring 3
+                // manual scope (decode_layer_762.pgl:142): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
@@ -207,7 +217,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     // Task 4: rms_recip -> rms_recip (aiv)
                     CoreTaskArgs params_t4;
                     params_t4.add_input(cur);
-                    params_t4.add_output(inv_rms);
+                    params_t4.add_inout(inv_rms);
                     PTO2TaskId params_t4_deps[2];
                     uint32_t params_t4_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t4_deps[params_t4_deps_count++] = prev_tids[0];
@@ -219,23 +229,21 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // ---- phase seed ----
 
-                    // Task 5: q_seed -> zero_q (aiv)
+                    // Task 5: q_seed -> q_seed (aiv)
                     CoreTaskArgs params_t5;
-                    params_t5.add_output(q_acc);
+                    params_t5.add_inout(q_acc);
                     params_t5.set_allow_early_resolve(true);
                     TaskOutputTensors task_5_outs = rt_submit_aiv_task(5, params_t5);
                     PTO2TaskId q_seed_tid = task_5_outs.task_id();
 
                     // ---- phase qkv ----
 
-                    // Spmd 6: q_proj -> qkv_matmul (50 blocks, aic)
+                    // Spmd 6: q_proj -> q_proj (50 blocks, aic)
                     CoreTaskArgs params_t6;
-                    params_t6.add_input(normed);
-                    uint32_t params_t6_w_shapes[2] = {5120, 5120};
-                    uint32_t params_t6_w_offsets[2] = {(uint32_t)(L * 5120), 0};
-                    ChipTensor params_t6_w = ext_wq.view(params_t6_w_shapes, params_t6_w_offsets);
-                    params_t6.add_input(params_t6_w);
                     params_t6.add_inout(q_acc);
+                    params_t6.add_input(normed);
+                    params_t6.add_input(ext_wq);
+                    params_t6.add_scalar((int64_t)(L * 5120));
                     params_t6.launch_spec.set_block_num(50);
                     params_t6.set_allow_early_resolve(true);
                     PTO2TaskId params_t6_deps[2];
@@ -248,10 +256,10 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // ---- phase seed ----
 
-                    // Task 7: kv_seed -> zero_kv (aiv)
+                    // Task 7: kv_seed -> kv_seed (aiv)
                     CoreTaskArgs params_t7;
-                    params_t7.add_output(k_acc);
-                    params_t7.add_output(v_acc);
+                    params_t7.add_inout(k_acc);
+                    params_t7.add_inout(v_acc);
                     PTO2TaskId params_t7_deps[2];
                     uint32_t params_t7_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t7_deps[params_t7_deps_count++] = prev_tids[0];
@@ -260,12 +268,12 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     TaskOutputTensors task_7_outs = rt_submit_aiv_task(7, params_t7);
                     PTO2TaskId kv_seed_tid = task_7_outs.task_id();
 
-                    // Task 8: mlp_out_seed -> zero_mlp_out (aiv)
+                    // Task 8: mlp_out_seed -> mlp_out_seed (aiv)
                     CoreTaskArgs params_t8;
-                    params_t8.add_output(down_acc);
-                    params_t8.add_output(gate_acc);
-                    params_t8.add_output(up_acc);
-                    params_t8.add_output(attn_proj);
+                    params_t8.add_inout(down_acc);
+                    params_t8.add_inout(gate_acc);
+                    params_t8.add_inout(up_acc);
+                    params_t8.add_inout(attn_proj);
                     PTO2TaskId params_t8_deps[2];
                     uint32_t params_t8_deps_count = 0;
                     if (prev_tids[0].is_valid()) params_t8_deps[params_t8_deps_count++] = prev_tids[0];
@@ -277,38 +285,34 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // ---- phase qkv ----
 
-                    // Spmd 9: k_proj -> qkv_matmul (10 blocks, aic)
+                    // Spmd 9: k_proj -> k_proj (10 blocks, aic)
                     CoreTaskArgs params_t9;
-                    params_t9.add_input(normed);
-                    uint32_t params_t9_w_shapes[2] = {5120, 1024};
-                    uint32_t params_t9_w_offsets[2] = {(uint32_t)(L * 5120), 0};
-                    ChipTensor params_t9_w = ext_wk.view(params_t9_w_shapes, params_t9_w_offsets);
-                    params_t9.add_input(params_t9_w);
                     params_t9.add_inout(k_acc);
+                    params_t9.add_input(normed);
+                    params_t9.add_input(ext_wk);
+                    params_t9.add_scalar((int64_t)(L * 5120));
                     params_t9.launch_spec.set_block_num(10);
                     params_t9.set_allow_early_resolve(true);
                     PTO2TaskId params_t9_deps[1];
                     uint32_t params_t9_deps_count = 0;
                     params_t9_deps[params_t9_deps_count++] = kv_seed_tid;
                     params_t9.set_dependencies(params_t9_deps, params_t9_deps_count);
-                    TaskOutputTensors task_9_outs = rt_submit_aic_task(6, params_t9);
+                    TaskOutputTensors task_9_outs = rt_submit_aic_task(9, params_t9);
                     PTO2TaskId k_proj_tid = task_9_outs.task_id();
 
-                    // Spmd 10: v_proj -> qkv_matmul (10 blocks, aic)
+                    // Spmd 10: v_proj -> v_proj (10 blocks, aic)
                     CoreTaskArgs params_t10;
-                    params_t10.add_input(normed);
-                    uint32_t params_t10_w_shapes[2] = {5120, 1024};
-                    uint32_t params_t10_w_offsets[2] = {(uint32_t)(L * 5120), 0};
-                    ChipTensor params_t10_w = ext_wv.view(params_t10_w_shapes, params_t10_w_offsets);
-                    params_t10.add_input(params_t10_w);
                     params_t10.add_inout(v_acc);
+                    params_t10.add_input(normed);
+                    params_t10.add_input(ext_wv);
+                    params_t10.add_scalar((int64_t)(L * 5120));
                     params_t10.launch_spec.set_block_num(10);
                     params_t10.set_allow_early_resolve(true);
                     PTO2TaskId params_t10_deps[1];
                     uint32_t params_t10_deps_count = 0;
                     params_t10_deps[params_t10_deps_count++] = kv_seed_tid;
                     params_t10.set_dependencies(params_t10_deps, params_t10_deps_count);
-                    TaskOutputTensors task_10_outs = rt_submit_aic_task(6, params_t10);
+                    TaskOutputTensors task_10_outs = rt_submit_aic_task(10, params_t10);
                     PTO2TaskId v_proj_tid = task_10_outs.task_id();
 
                     // ---- phase rope ----
@@ -348,7 +352,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     params_t11_deps[params_t11_deps_count++] = v_proj_tid;
                     params_t11_deps[params_t11_deps_count++] = rms_recip_tid;
                     params_t11.set_dependencies(params_t11_deps, params_t11_deps_count);
-                    TaskOutputTensors task_11_outs = rt_submit_aiv_task(9, params_t11);
+                    TaskOutputTensors task_11_outs = rt_submit_aiv_task(11, params_t11);
                     PTO2TaskId rope_qkv_tid = task_11_outs.task_id();
 
                     // ---- phase attention ----
@@ -357,19 +361,13 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     CoreTaskArgs params_t12;
                     params_t12.add_output(attn_out);
                     params_t12.add_input(q_tnd);
-                    uint32_t params_t12_key_cache_shapes[2] = {524288, 128};
-                    uint32_t params_t12_key_cache_offsets[2] = {(uint32_t)(L * 524288), 0};
-                    ChipTensor params_t12_key_cache = ext_k_cache.view(params_t12_key_cache_shapes, params_t12_key_cache_offsets);
-                    params_t12.add_input(params_t12_key_cache);
-                    uint32_t params_t12_value_cache_shapes[2] = {524288, 128};
-                    uint32_t params_t12_value_cache_offsets[2] = {(uint32_t)(L * 524288), 0};
-                    ChipTensor params_t12_value_cache = ext_v_cache.view(params_t12_value_cache_shapes, params_t12_value_cache_offsets);
-                    params_t12.add_input(params_t12_value_cache);
+                    params_t12.add_input(ext_k_cache);
+                    params_t12.add_input(ext_v_cache);
                     params_t12.add_input(ext_block_table);
                     params_t12.add_inout(pa_workspace);
                     params_t12.add_input(pa_metadata);
-                    params_t12.add_scalar((int64_t)(L * 524288));
-                    MixedKernels mixed_12 = {10, 11, 11};
+                    params_t12.add_scalar((int64_t)(L * (k_cache_dim0 / 40)));
+                    MixedKernels mixed_12 = {12, 13, 13};
                     params_t12.launch_spec.set_block_num(24);
                     params_t12.launch_spec.set_require_sync_start(true);
                     params_t12.set_allow_early_resolve(true);
@@ -403,45 +401,35 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // parallel out_proj.deferred[t in 0..26]: 26 task(s)
                     for (int64_t t = 0; t < 26; ++t) {
-                        // Task 13: out_proj.deferred -> out_matmul (aic)
+                        // Task 13: out_proj.deferred -> out_proj (aic)
                         CoreTaskArgs params_t13;
-                        uint32_t params_t13_x_shapes[2] = {16, 1024};
-                        uint32_t params_t13_x_offsets[2] = {0, (uint32_t)(t % 5 * 1024)};
-                        ChipTensor params_t13_x = attn_out.view(params_t13_x_shapes, params_t13_x_offsets);
-                        params_t13.add_input(params_t13_x);
-                        uint32_t params_t13_w_shapes[2] = {1024, 512};
-                        uint32_t params_t13_w_offsets[2] = {(uint32_t)(L * 5120 + t % 5 * 1024), (uint32_t)(t / 5 * 512)};
-                        ChipTensor params_t13_w = ext_wo.view(params_t13_w_shapes, params_t13_w_offsets);
-                        params_t13.add_input(params_t13_w);
-                        uint32_t params_t13_acc_shapes[2] = {16, 512};
-                        uint32_t params_t13_acc_offsets[2] = {0, (uint32_t)(t / 5 * 512)};
-                        ChipTensor params_t13_acc = attn_proj.view(params_t13_acc_shapes, params_t13_acc_offsets);
-                        params_t13.add_inout(params_t13_acc);
+                        params_t13.add_input(attn_out2d);
+                        params_t13.add_input(ext_wo);
+                        params_t13.add_inout(attn_proj);
+                        params_t13.add_scalar((int64_t)(t % 5 * 1024));
+                        params_t13.add_scalar((int64_t)(L * 5120));
+                        params_t13.add_scalar((int64_t)(t / 5 * 512));
                         PTO2TaskId params_t13_deps[1];
                         uint32_t params_t13_deps_count = 0;
                         if (out_proj_dummy_tid.is_valid()) params_t13_deps[params_t13_deps_count++] = out_proj_dummy_tid;
                         params_t13.set_dependencies(params_t13_deps, params_t13_deps_count);
-                        TaskOutputTensors task_13_outs = rt_submit_aic_task(12, params_t13);
+                        TaskOutputTensors task_13_outs = rt_submit_aic_task(14, params_t13);
                         out_proj_tids[t] = task_13_outs.task_id();
                     }
 
-                    // Spmd 14: out_proj.direct -> out_matmul (24 blocks, aic)
+                    // Spmd 14: out_proj.direct -> out_proj_0 (24 blocks, aic)
                     CoreTaskArgs params_t14;
-                    params_t14.add_input(attn_out);
-                    uint32_t params_t14_w_shapes[2] = {5120, 2560};
-                    uint32_t params_t14_w_offsets[2] = {(uint32_t)(L * 5120), 2560};
-                    ChipTensor params_t14_w = ext_wo.view(params_t14_w_shapes, params_t14_w_offsets);
-                    params_t14.add_input(params_t14_w);
-                    uint32_t params_t14_acc_shapes[2] = {16, 2560};
-                    uint32_t params_t14_acc_offsets[2] = {0, 2560};
-                    ChipTensor params_t14_acc = attn_proj.view(params_t14_acc_shapes, params_t14_acc_offsets);
-                    params_t14.add_inout(params_t14_acc);
+                    params_t14.add_input(attn_out2d);
+                    params_t14.add_input(ext_wo);
+                    params_t14.add_inout(attn_proj);
+                    params_t14.add_scalar((int64_t)(26));
+                    params_t14.add_scalar((int64_t)(L * 5120));
                     params_t14.launch_spec.set_block_num(24);
                     PTO2TaskId params_t14_deps[1];
                     uint32_t params_t14_deps_count = 0;
                     params_t14_deps[params_t14_deps_count++] = fa_fused_tid;
                     params_t14.set_dependencies(params_t14_deps, params_t14_deps_count);
-                    TaskOutputTensors task_14_outs = rt_submit_aic_task(12, params_t14);
+                    TaskOutputTensors task_14_outs = rt_submit_aic_task(15, params_t14);
                     for (int64_t t = 26; t < 50; ++t) {
                         out_proj_tids[t] = task_14_outs.task_id();
                     }
@@ -454,28 +442,16 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // parallel residual_rms_cast[c in 0..5]: 5 task(s)
                     for (int64_t c = 0; c < 5; ++c) {
-                        // Task 15: residual_rms_cast -> residual_rms_cast (aiv)
+                        // Task 15: residual_rms_cast -> residual_rms_casts[c] (aiv)
+                        const int32_t params_t15_fids[5] = {16, 17, 18, 19, 20};  // residual_rms_cast, residual_rms_cast_0, residual_rms_cast_1, residual_rms_cast_2, residual_rms_cast_3
                         CoreTaskArgs params_t15;
-                        uint32_t params_t15_attn_proj_shapes[2] = {16, 1024};
-                        uint32_t params_t15_attn_proj_offsets[2] = {0, (uint32_t)(c * 1024)};
-                        ChipTensor params_t15_attn_proj = attn_proj.view(params_t15_attn_proj_shapes, params_t15_attn_proj_offsets);
-                        params_t15.add_input(params_t15_attn_proj);
-                        uint32_t params_t15_x_shapes[2] = {16, 1024};
-                        uint32_t params_t15_x_offsets[2] = {0, (uint32_t)(c * 1024)};
-                        ChipTensor params_t15_x = cur.view(params_t15_x_shapes, params_t15_x_offsets);
-                        params_t15.add_input(params_t15_x);
-                        uint32_t params_t15_gamma_shapes[2] = {1, 1024};
-                        uint32_t params_t15_gamma_offsets[2] = {(uint32_t)(L), (uint32_t)(c * 1024)};
-                        ChipTensor params_t15_gamma = ext_post_rms_weight.view(params_t15_gamma_shapes, params_t15_gamma_offsets);
-                        params_t15.add_input(params_t15_gamma);
-                        uint32_t params_t15_h1_shapes[2] = {16, 1024};
-                        uint32_t params_t15_h1_offsets[2] = {0, (uint32_t)(c * 1024)};
-                        ChipTensor params_t15_h1 = h1.view(params_t15_h1_shapes, params_t15_h1_offsets);
-                        params_t15.add_output(params_t15_h1);
-                        uint32_t params_t15_mlp_in_shapes[2] = {16, 1024};
-                        uint32_t params_t15_mlp_in_offsets[2] = {0, (uint32_t)(c * 1024)};
-                        ChipTensor params_t15_mlp_in = mlp_norm_in.view(params_t15_mlp_in_shapes, params_t15_mlp_in_offsets);
-                        params_t15.add_output(params_t15_mlp_in);
+                        params_t15.add_inout(mlp_norm_in);
+                        params_t15.add_inout(h1);
+                        params_t15.add_input(attn_proj);
+                        params_t15.add_input(cur);
+                        params_t15.add_input(ext_post_rms_weight);
+                        params_t15.add_scalar((int64_t)(c * 1024));
+                        params_t15.add_scalar((int64_t)(L));
                         PTO2TaskId params_t15_deps[10];
                         uint32_t params_t15_deps_count = 0;
                         for (int64_t t = c * 10; t < c * 10 + 10; ++t) {
@@ -483,7 +459,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                         }
                         params_t15.set_dependencies(params_t15_deps, params_t15_deps_count);
                         params_t15.set_allow_early_resolve(true);
-                        TaskOutputTensors task_15_outs = rt_submit_aiv_task(13, params_t15);
+                        TaskOutputTensors task_15_outs = rt_submit_aiv_task(params_t15_fids[c], params_t15);
                         residual_rms_cast_tids[c] = task_15_outs.task_id();
                     }
 
@@ -493,14 +469,14 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     CoreTaskArgs params_t16;
                     params_t16.add_input(attn_proj);
                     params_t16.add_input(cur);
-                    params_t16.add_output(inv_rms_tile);
+                    params_t16.add_inout(inv_rms_tile);
                     PTO2TaskId params_t16_deps[50];
                     uint32_t params_t16_deps_count = 0;
                     for (int64_t t = 0; t < 50; ++t) {
                         if (out_proj_tids[t].is_valid()) params_t16_deps[params_t16_deps_count++] = out_proj_tids[t];
                     }
                     params_t16.set_dependencies(params_t16_deps, params_t16_deps_count);
-                    TaskOutputTensors task_16_outs = rt_submit_aiv_task(14, params_t16);
+                    TaskOutputTensors task_16_outs = rt_submit_aiv_task(21, params_t16);
                     PTO2TaskId post_rms_reduce_tid = task_16_outs.task_id();
 
                     // ---- phase mlp ----
@@ -516,46 +492,34 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     // interleave gate_proj, up_proj [n in 0..17, k in 0..5]: 2 x 85 task(s), submitted index by index
                     for (int64_t n = 0; n < 17; ++n) {
                         for (int64_t k = 0; k < 5; ++k) {
-                            // Task 17: gate_proj -> mlp_matmul (aic)
+                            // Task 17: gate_proj -> gate_proj_tile (aic)
                             CoreTaskArgs params_t17;
-                            uint32_t params_t17_x_shapes[2] = {16, 1024};
-                            uint32_t params_t17_x_offsets[2] = {0, (uint32_t)(k * 1024)};
-                            ChipTensor params_t17_x = mlp_norm_in.view(params_t17_x_shapes, params_t17_x_offsets);
-                            params_t17.add_input(params_t17_x);
-                            uint32_t params_t17_w_shapes[2] = {1024, 1024};
-                            uint32_t params_t17_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), (uint32_t)(n * 1024)};
-                            ChipTensor params_t17_w = ext_w_gate.view(params_t17_w_shapes, params_t17_w_offsets);
-                            params_t17.add_input(params_t17_w);
-                            uint32_t params_t17_acc_shapes[2] = {16, 1024};
-                            uint32_t params_t17_acc_offsets[2] = {0, (uint32_t)(n * 1024)};
-                            ChipTensor params_t17_acc = gate_acc.view(params_t17_acc_shapes, params_t17_acc_offsets);
-                            params_t17.add_inout(params_t17_acc);
+                            params_t17.add_input(mlp_norm_in);
+                            params_t17.add_input(ext_w_gate);
+                            params_t17.add_inout(gate_acc);
+                            params_t17.add_scalar((int64_t)(k * 1024));
+                            params_t17.add_scalar((int64_t)(L * 5120));
+                            params_t17.add_scalar((int64_t)(n * 1024));
                             PTO2TaskId params_t17_deps[1];
                             uint32_t params_t17_deps_count = 0;
                             if (residual_rms_cast_tids[k].is_valid()) params_t17_deps[params_t17_deps_count++] = residual_rms_cast_tids[k];
                             params_t17.set_dependencies(params_t17_deps, params_t17_deps_count);
-                            TaskOutputTensors task_17_outs = rt_submit_aic_task(15, params_t17);
+                            TaskOutputTensors task_17_outs = rt_submit_aic_task(22, params_t17);
                             gate_proj_tids[n * 5 + k] = task_17_outs.task_id();
 
-                            // Task 18: up_proj -> mlp_matmul (aic)
+                            // Task 18: up_proj -> up_proj_tile (aic)
                             CoreTaskArgs params_t18;
-                            uint32_t params_t18_x_shapes[2] = {16, 1024};
-                            uint32_t params_t18_x_offsets[2] = {0, (uint32_t)(k * 1024)};
-                            ChipTensor params_t18_x = mlp_norm_in.view(params_t18_x_shapes, params_t18_x_offsets);
-                            params_t18.add_input(params_t18_x);
-                            uint32_t params_t18_w_shapes[2] = {1024, 1024};
-                            uint32_t params_t18_w_offsets[2] = {(uint32_t)(L * 5120 + k * 1024), (uint32_t)(n * 1024)};
-                            ChipTensor params_t18_w = ext_w_up.view(params_t18_w_shapes, params_t18_w_offsets);
-                            params_t18.add_input(params_t18_w);
-                            uint32_t params_t18_acc_shapes[2] = {16, 1024};
-                            uint32_t params_t18_acc_offsets[2] = {0, (uint32_t)(n * 1024)};
-                            ChipTensor params_t18_acc = up_acc.view(params_t18_acc_shapes, params_t18_acc_offsets);
-                            params_t18.add_inout(params_t18_acc);
+                            params_t18.add_input(mlp_norm_in);
+                            params_t18.add_input(ext_w_up);
+                            params_t18.add_inout(up_acc);
+                            params_t18.add_scalar((int64_t)(k * 1024));
+                            params_t18.add_scalar((int64_t)(L * 5120));
+                            params_t18.add_scalar((int64_t)(n * 1024));
                             PTO2TaskId params_t18_deps[1];
                             uint32_t params_t18_deps_count = 0;
                             if (residual_rms_cast_tids[k].is_valid()) params_t18_deps[params_t18_deps_count++] = residual_rms_cast_tids[k];
                             params_t18.set_dependencies(params_t18_deps, params_t18_deps_count);
-                            TaskOutputTensors task_18_outs = rt_submit_aic_task(15, params_t18);
+                            TaskOutputTensors task_18_outs = rt_submit_aic_task(23, params_t18);
                             up_proj_tids[n * 5 + k] = task_18_outs.task_id();
                         }
                     }
@@ -566,21 +530,13 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
 
                     // parallel silu[n in 0..17]: 17 task(s)
                     for (int64_t n = 0; n < 17; ++n) {
-                        // Task 19: silu -> silu_mul (aiv)
+                        // Task 19: silu -> silu (aiv)
                         CoreTaskArgs params_t19;
-                        uint32_t params_t19_gate_shapes[2] = {16, 1024};
-                        uint32_t params_t19_gate_offsets[2] = {0, (uint32_t)(n * 1024)};
-                        ChipTensor params_t19_gate = gate_acc.view(params_t19_gate_shapes, params_t19_gate_offsets);
-                        params_t19.add_input(params_t19_gate);
-                        uint32_t params_t19_up_shapes[2] = {16, 1024};
-                        uint32_t params_t19_up_offsets[2] = {0, (uint32_t)(n * 1024)};
-                        ChipTensor params_t19_up = up_acc.view(params_t19_up_shapes, params_t19_up_offsets);
-                        params_t19.add_input(params_t19_up);
                         params_t19.add_input(inv_rms_tile);
-                        uint32_t params_t19_out_shapes[2] = {16, 1024};
-                        uint32_t params_t19_out_offsets[2] = {0, (uint32_t)(n * 1024)};
-                        ChipTensor params_t19_out = mlp_tile.view(params_t19_out_shapes, params_t19_out_offsets);
-                        params_t19.add_output(params_t19_out);
+                        params_t19.add_inout(mlp_tile);
+                        params_t19.add_input(gate_acc);
+                        params_t19.add_input(up_acc);
+                        params_t19.add_scalar((int64_t)(n * 1024));
                         PTO2TaskId params_t19_deps[11];
                         uint32_t params_t19_deps_count = 0;
                         params_t19_deps[params_t19_deps_count++] = post_rms_reduce_tid;
@@ -591,33 +547,27 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                             if (up_proj_tids[n * 5 + k].is_valid()) params_t19_deps[params_t19_deps_count++] = up_proj_tids[n * 5 + k];
                         }
                         params_t19.set_dependencies(params_t19_deps, params_t19_deps_count);
-                        TaskOutputTensors task_19_outs = rt_submit_aiv_task(16, params_t19);
+                        TaskOutputTensors task_19_outs = rt_submit_aiv_task(24, params_t19);
                         silu_tids[n] = task_19_outs.task_id();
                     }
 
                     // parallel down_proj[n in 0..5, k in 0..17]: 85 task(s)
                     for (int64_t n = 0; n < 5; ++n) {
                         for (int64_t k = 0; k < 17; ++k) {
-                            // Task 20: down_proj -> down_matmul (aic)
+                            // Task 20: down_proj -> down_proj (aic)
                             CoreTaskArgs params_t20;
-                            uint32_t params_t20_x_shapes[2] = {16, 1024};
-                            uint32_t params_t20_x_offsets[2] = {0, (uint32_t)(k * 1024)};
-                            ChipTensor params_t20_x = mlp_tile.view(params_t20_x_shapes, params_t20_x_offsets);
-                            params_t20.add_input(params_t20_x);
-                            uint32_t params_t20_w_shapes[2] = {1024, 1024};
-                            uint32_t params_t20_w_offsets[2] = {(uint32_t)(L * 17408 + k * 1024), (uint32_t)(n * 1024)};
-                            ChipTensor params_t20_w = ext_w_down.view(params_t20_w_shapes, params_t20_w_offsets);
-                            params_t20.add_input(params_t20_w);
-                            uint32_t params_t20_acc_shapes[2] = {16, 1024};
-                            uint32_t params_t20_acc_offsets[2] = {0, (uint32_t)(n * 1024)};
-                            ChipTensor params_t20_acc = down_acc.view(params_t20_acc_shapes, params_t20_acc_offsets);
-                            params_t20.add_inout(params_t20_acc);
+                            params_t20.add_input(mlp_tile);
+                            params_t20.add_input(ext_w_down);
+                            params_t20.add_inout(down_acc);
+                            params_t20.add_scalar((int64_t)(k * 1024));
+                            params_t20.add_scalar((int64_t)(L * 17408));
+                            params_t20.add_scalar((int64_t)(n * 1024));
                             PTO2TaskId params_t20_deps[1];
                             uint32_t params_t20_deps_count = 0;
                             if (silu_tids[k].is_valid()) params_t20_deps[params_t20_deps_count++] = silu_tids[k];
                             params_t20.set_dependencies(params_t20_deps, params_t20_deps_count);
                             params_t20.set_allow_early_resolve(true);
-                            TaskOutputTensors task_20_outs = rt_submit_aic_task(17, params_t20);
+                            TaskOutputTensors task_20_outs = rt_submit_aic_task(25, params_t20);
                             down_proj_tids[n * 17 + k] = task_20_outs.task_id();
                         }
                     }
@@ -629,12 +579,10 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 CoreTaskArgs params_t21;
                 params_t21.add_input(down_acc);
                 params_t21.add_input(h1);
-                uint32_t params_t21_gamma_shapes[2] = {1, 5120};
-                uint32_t params_t21_gamma_offsets[2] = {(uint32_t)((L + 1 < 39 ? L + 1 : 39)), 0};
-                ChipTensor params_t21_gamma = ext_input_rms_weight.view(params_t21_gamma_shapes, params_t21_gamma_offsets);
-                params_t21.add_input(params_t21_gamma);
-                params_t21.add_output(layer_out);
-                params_t21.add_output(next_normed);
+                params_t21.add_inout(layer_out);
+                params_t21.add_input(ext_input_rms_weight);
+                params_t21.add_inout(next_normed);
+                params_t21.add_scalar((int64_t)((L + 1 < 39 ? L + 1 : 39)));
                 params_t21.launch_spec.set_block_num(5);
                 params_t21.set_allow_early_resolve(true);
                 PTO2TaskId params_t21_deps[85];
@@ -645,7 +593,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                     }
                 }
                 params_t21.set_dependencies(params_t21_deps, params_t21_deps_count);
-                TaskOutputTensors task_21_outs = rt_submit_aiv_task(18, params_t21);
+                TaskOutputTensors task_21_outs = rt_submit_aiv_task(26, params_t21);
                 PTO2TaskId dcr_xgamma_tid = task_21_outs.task_id();
 
                 // loop carries for the next iteration
@@ -655,13 +603,20 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
             }
         }
 
-        // ---- phase setup ----
+        // for ob in 0..1 (one PTO2_SCOPE per iteration)
+        for (int64_t ob = 0; ob < 1; ++ob) {
+            // loop body scope: depth 2, ring 2
+            PTO2_SCOPE() {
+                // ---- phase setup ----
 
-        // Task 22: copy_out -> copy_out (aiv)
-        CoreTaskArgs params_t22;
-        params_t22.add_input(cur);
-        params_t22.add_output(ext_out);
-        rt_submit_aiv_task(19, params_t22);
+                // Task 22: copy_out -> copy_out (aiv)
+                CoreTaskArgs params_t22;
+                params_t22.add_output(ext_out);
+                params_t22.add_input(cur);
+                params_t22.add_scalar((int64_t)(ob * 16));
+                rt_submit_aiv_task(27, params_t22);
+            }
+        }
     }
 }
 
