@@ -107,6 +107,7 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     tiles = select_tiles(ex, d, dep, ts, env) if dep.kind is DepKind.TILES else list(axis_values(ts.axes))
     if tiles is None:
         return
+    ex.work += len(tiles)
     if not tiles:
         ex.issue(DepIssue("empty", dep.span, d.name, ts.name), ("empty", dep.span))
         return

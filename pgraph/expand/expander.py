@@ -58,6 +58,8 @@ class Expander:
                 self.alloc_groups.setdefault((t.scope, t.loops), []).append(t)
         self.reported: set[tuple[str, str, int, int]] = set()
         self.scope_chains: dict[int, set[int]] = {}
+        #: work done, in the units of `pgraph.expand.work` (blocks, regions evaluated, dep tiles scanned)
+        self.work = 0
 
     def iterations(self, lid: int) -> list[tuple[int, int]]:
         """(iteration value, weight) pairs expanded for loop `lid`."""
@@ -171,6 +173,7 @@ class Expander:
 
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: dict[str, int], where: str) -> Box | None:
         """The box of `region` at `env`, or None (an issue recorded) when it is malformed there."""
+        self.work += 1
         try:
             return self.ev.region_box(region, shape, env)
         except RegionError as e:
@@ -193,6 +196,7 @@ class Expander:
         arg_bufs = {i: self.buffer(arg.region.tensor, iters_by_loop)
                     for i, arg in enumerate(d.args) if arg.region is not None}
         for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
+            self.work += 1
             benv = dict(env)
             benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
             where = label + index_label(d.block_axes, bidx)

@@ -75,13 +75,16 @@ class RedundantEdgePass(Pass):
     produces = (RedundantEdges,)
 
     def run(self, plan: Plan) -> None:
-        anc = plan.get(Reach).anc
+        reach = plan.get(Reach)
         g = plan.graph
         groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        implied: dict[int, set[int]] = {}
         for u, v in _explicit_edges(plan):
             if not _reported(plan, v):
                 continue
-            if any(w != u and (anc[w] >> u & 1) for w in g.graph.predecessors(v)):
+            if v not in implied:
+                implied[v] = reach.implied_predecessors(v)
+            if u in implied[v]:
                 groups[(g.instances[u].dispatch, g.instances[v].dispatch)].append((u, v))
         total = 0
         p = plan.program
@@ -112,7 +115,7 @@ class FunnelPass(Pass):
         for u, v in _explicit_edges(plan):
             out_edges[u].append(v)
         p = plan.program
-        anc = plan.get(Reach).anc
+        reach = plan.get(Reach)
         seen: set[tuple[str, str]] = set()
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
@@ -124,7 +127,7 @@ class FunnelPass(Pass):
                 if not common:
                     break
             for x in sorted(common or ()):
-                if x < u or anc[u] >> x & 1:
+                if x < u or reach.before(x, u):
                     continue  # only route forward: x is submitted after u and does not precede it
                 if p.dispatch(g.instances[x].dispatch).tileset == p.dispatch(g.instances[u].dispatch).tileset:
                     continue  # another task of the same declaration: a dep on itself is no fix
