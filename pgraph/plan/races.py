@@ -169,21 +169,21 @@ def conflicting_pairs(per_node: dict[int, list[Touch]], p: Program) -> set[tuple
                 continue  # an empty side touches nothing
             by_name[t[2]].append((node, t))
     pairs: set[tuple[int, int]] = set()
-    for name, touches in by_name.items():
-        rank = len(touches[0][1][1])
+    for name, named in by_name.items():
+        rank = len(named[0][1][1])
         if rank == 0:  # every touch covers the one element
-            items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, (kind, box, _) in touches]
+            items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, (kind, box, _) in named]
         else:
-            dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[1][d] for _, t in touches]), d))
+            dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[1][d] for _, t in named]), d))
             d1, d2 = dims[0], dims[min(1, rank - 1)]
             items = [_Item(box[d1][0], box[d1][1], box[d2][0], box[d2][1], n, kind, box, name)
-                     for n, (kind, box, _) in touches]
+                     for n, (kind, box, _) in named]
         _sweep(items, pairs, p, cross_names=False)
     if len(by_name) > 1:
         flat_items = []
-        for name, touches in by_name.items():
+        for name, named in by_name.items():
             shape = p.tensors[name].shape
-            for n, (kind, box, _) in touches:
+            for n, (kind, box, _) in named:
                 lo, hi = flat(box, shape)
                 flat_items.append(_Item(lo, hi, lo, hi, n, kind, box, name))
         _sweep(flat_items, pairs, p, cross_names=True)
