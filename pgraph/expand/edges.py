@@ -9,8 +9,11 @@ INOUT and OUTPUT_EXISTING). Functions of the running `Expander`, passed explicit
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from pgraph.expand.compiled import SelFn, selection_function
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
 from pgraph.ir.instances import DepIssue, Instance, covers, overlap
@@ -69,31 +72,52 @@ def producer_iters(ex: Expander, producer: ir.Dispatch, consumer_iters: dict[int
 def resolve_deps(ex: Expander) -> None:
     """Add the EXPLICIT and CARRIED edges of every instance's deps."""
     cache: dict[str, TileMap] = {}
+    selections: dict[int, SelFn | None] = {}
     for inst in list(ex.g.instances):
         if inst.kind is TaskKind.ALLOC:
             continue
         d = ex.p.dispatch(inst.dispatch)
+        if not d.deps:
+            continue
         iters_by_loop = dict(zip(d.loops, inst.iters))
         env = ex.env_for(d, inst.iters)
         env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
         for dep in d.deps:
             try:
-                resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache)
+                resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache, selections)
             except EvalError as e:
                 ex.eval_issue(inst.label, e)
 
 
+def _selection(ex: Expander, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int],
+               selections: dict[int, SelFn | None]) -> list[range]:
+    """`Evaluator.selection` of `dep` at `env`, through its compiled function when it has one."""
+    key = id(dep)
+    if key not in selections:
+        fast = ex.fast_dispatch.get(d.name)
+        selections[key] = selection_function(dep.sels, ts.axes) if fast else None
+    fn = selections[key]
+    if fn is not None:
+        try:
+            return fn(env)
+        except Exception:  # noqa: BLE001 - the Evaluator gives the exact answer or error
+            pass
+    return ex.ev.selection(dep.sels, ts.axes, env)
+
+
 def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
-                env: dict[str, int], cache: dict[str, TileMap]) -> None:
+                env: dict[str, int], cache: dict[str, TileMap], selections: dict[int, SelFn | None] | None = None
+                ) -> None:
     """One dep of one instance: the tiles it selects, mapped to producer tasks (folded per task)."""
     prov = Provenance.EXPLICIT
     target = dep.target
-    iters = dict(iters_by_loop)
+    iters = iters_by_loop
     if dep.kind is DepKind.CARRY:
         carry = ex.p.carries[dep.target]
         lp = ex.p.carry_loop(dep.target)
         value = iters_by_loop.get(lp.id)
         prov = Provenance.CARRIED
+        iters = dict(iters_by_loop)
         if value is None:  # after the loop (as a tensor carry): NEXT of the last iteration, INIT if none ran
             last = ex.last_iteration(lp.id)
             value = lp.axis.lo if last is None else last + 1
@@ -104,11 +128,20 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
             target = carry.next
             iters[lp.id] = value - 1
     ts = ex.p.tilesets[target]
-    tiles = select_tiles(ex, d, dep, ts, env) if dep.kind is DepKind.TILES else list(axis_values(ts.axes))
-    if tiles is None:
-        return
-    ex.work += len(tiles)
-    if not tiles:
+    if dep.kind is DepKind.TILES:
+        ranges = _selection(ex, d, dep, ts, env, selections if selections is not None else {})
+        for r, sel, axis in zip(ranges, dep.sels or (), ts.axes):
+            if len(r) and (r.start < axis.lo or r.stop > axis.hi):
+                ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
+                         (f"range {d.name} {r.start}..{r.stop}", sel.span))
+                return
+        count = math.prod(len(r) for r in ranges)
+        tiles: Iterable[tuple[int, ...]] = itertools.product(*ranges)
+    else:
+        count = math.prod(a.size for a in ts.axes)
+        tiles = axis_values(ts.axes)
+    ex.work += count
+    if not count:
         ex.issue(DepIssue("empty", dep.span, d.name, ts.name), ("empty", dep.span))
         return
     tmap = tile_map(ex, target, cache)
@@ -117,13 +150,17 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     # `at` or `spmd` declaration and for a carry (a single TaskId).
     per_task = dep.kind is DepKind.CARRY or ts.kind in (TaskKind.AT, TaskKind.SPMD)
     seen: set[int] = set()
+    producer_its: dict[str, tuple[int, ...] | None] = {}
+    by_key = ex.g.by_key
     for coord in tiles:
         dname, index = tmap[coord]
-        producer = ex.p.dispatch(dname)
-        piters = producer_iters(ex, producer, iters)
+        if dname in producer_its:
+            piters = producer_its[dname]
+        else:
+            piters = producer_its[dname] = producer_iters(ex, ex.p.dispatch(dname), iters)
         if piters is None:
             continue
-        node = ex.g.by_key.get((dname, piters, index))
+        node = by_key.get((dname, piters, index))
         if node is None or (per_task and node in seen):
             continue
         seen.add(node)

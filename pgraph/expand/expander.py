@@ -18,8 +18,11 @@ The expander reports nothing: what it cannot evaluate becomes an issue record of
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 from pgraph.expand import edges
+from pgraph.expand.compiled import BoxFn, region_function, safe_values
 from pgraph.expand.window import make_window
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
@@ -37,6 +40,9 @@ from pgraph.ir.instances import (
 from pgraph.ir.queries import Box, BufferKey, Evaluator, RegionError, Window, axis_values, resolve_buffer
 from pgraph.kinds import Storage, TaskKind
 from pgraph.source import Span
+
+#: (accesses, args) of one dispatch in one loop iteration, resolved and compiled (Expander.task_shape)
+_TaskShape = tuple[list[Any], list[Any]]
 
 
 class Expander:
@@ -60,6 +66,8 @@ class Expander:
         self.scope_chains: dict[int, set[int]] = {}
         #: work done, in the units of `pgraph.expand.work` (blocks, regions evaluated, dep tiles scanned)
         self.work = 0
+        self.fast_dispatch: dict[str, bool] = {}
+        self.box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = {}
 
     def iterations(self, lid: int) -> list[tuple[int, int]]:
         """(iteration value, weight) pairs expanded for loop `lid`."""
@@ -146,17 +154,19 @@ class Expander:
         iters_by_loop = dict(zip(d.loops, iters))
         self.open_allocs(d, iters_by_loop)
         env0 = self.env_for(d, iters)
+        shape = self.task_shape(d, iters_by_loop) if d.kind is not TaskKind.DUMMY else None
+        suffix = iters_label(self.p, d.loops, iters)
         for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
             env = dict(env0)
             env.update({a.var: v for a, v in zip(d.task_axes, index)})
-            label = d.name + index_label(d.task_axes, index) + iters_label(self.p, d.loops, iters)
+            label = d.name + index_label(d.task_axes, index) + suffix
             inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node
             self.g.graph.add_node(node)
-            if d.kind is not TaskKind.DUMMY:
-                self.g.args[node] = self.task_args(d, env, iters_by_loop, label)
+            if shape is not None:
+                self.g.args[node] = self.task_args(d, env, label, shape)
 
     # ---- regions ----
     def buffer(self, name: str, iters_by_loop: dict[int, int]) -> tuple[str, BufferKey]:
@@ -173,7 +183,6 @@ class Expander:
 
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: dict[str, int], where: str) -> Box | None:
         """The box of `region` at `env`, or None (an issue recorded) when it is malformed there."""
-        self.work += 1
         try:
             return self.ev.region_box(region, shape, env)
         except RegionError as e:
@@ -187,27 +196,81 @@ class Expander:
         """An expression that fails to evaluate, once per source position (not per instance)."""
         self.issue(EvalIssue(e.span, where, e.message), ("eval", e.span))
 
-    def task_args(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int], label: str) -> list[ArgBox]:
-        """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
+    def task_shape(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> _TaskShape:
+        """What every task of `d` in one loop iteration evaluates: resolved buffers, compiled regions."""
+        fast = self.fast_dispatch.get(d.name)
+        if fast is None:
+            ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
+            ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
+            ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
+            fast = self.fast_dispatch[d.name] = safe_values(ranges)
+        accesses = []
+        for acc in d.accesses:
+            tname, key = self.buffer(acc.region.tensor, iters_by_loop)
+            shape = self.p.tensors[tname].shape
+            items = [(it.var, range(it.lo, it.hi)) for it in acc.items]
+            accesses.append((acc.kind, acc.region, self.box_function(acc.region, shape, fast), shape, tname, key,
+                             acc.region.indirect is not None, items))
+        args = []
+        for i, arg in enumerate(d.args):
+            if arg.region is None:
+                continue
+            tname, key = self.buffer(arg.region.tensor, iters_by_loop)
+            shape = self.p.tensors[tname].shape
+            args.append((i, arg, self.box_function(arg.region, shape, fast), shape, tname, key))
+        return accesses, args
+
+    def box_function(self, region: ir.RegionRef, shape: tuple[int, ...], fast: bool) -> BoxFn | None:
+        """The compiled box function of `region` on `shape` (None: the Evaluator only)."""
+        if not fast:
+            return None
+        k = (id(region), shape)
+        if k not in self.box_functions:
+            self.box_functions[k] = (region, region_function(region, shape))  # the region is kept alive
+        return self.box_functions[k][1]
+
+    def task_args(self, d: ir.Dispatch, env: dict[str, int], label: str, shape: _TaskShape) -> list[ArgBox]:
+        """Per-block accesses (kept for the rules/executor) and task-level argument boxes.
+
+        Within one block a region is evaluated once (a parameter's default accesses share the
+        argument's region); `env` gets the block and item variables in place.
+        """
+        accesses, args = shape
         blocks: list[BlockAccesses] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
-        # buffers depend on the loop iteration only, not on the block: resolve them once per task
-        acc_bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
-        arg_bufs = {i: self.buffer(arg.region.tensor, iters_by_loop)
-                    for i, arg in enumerate(d.args) if arg.region is not None}
-        for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
+        block_axes = d.block_axes
+        for bidx in axis_values(block_axes) if block_axes else [()]:
             self.work += 1
-            benv = dict(env)
-            benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
-            where = label + index_label(d.block_axes, bidx)
+            for a, v in zip(block_axes, bidx):
+                env[a.var] = v
+            memo: dict[int, Box | None] = {}
+
+            def where(bidx: tuple[int, ...] = bidx) -> str:
+                return label + index_label(block_axes, bidx)
+
             acc_out = empty_accesses()
-            for acc, resolved in zip(d.accesses, acc_bufs):
-                self.block_access(acc, benv, where, acc_out, resolved)
-            for i, arg in enumerate(d.args):
-                if arg.region is None:
+            for kind, region, fn, tshape, tname, key, indirect, items in accesses:
+                out = acc_out[kind]
+                if not items:
+                    self.work += 1
+                    rid = id(region)
+                    box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(region, fn, tshape, env, where))
+                    if box is not None:
+                        out.append(BlockAccess(tname, key, box, indirect))
                     continue
-                tname = arg_bufs[i][0]
-                box = self.region_box(arg.region, self.p.tensors[tname].shape, benv, where)
+                for values in itertools.product(*(r for _, r in items)):
+                    self.work += 1
+                    for (var, _), v in zip(items, values):
+                        env[var] = v
+                    box = self.eval_box(region, fn, tshape, env, where)
+                    if box is not None:
+                        out.append(BlockAccess(tname, key, box, indirect))
+                for var, _ in items:
+                    env.pop(var, None)
+            for i, arg, fn, tshape, _tname, _key in args:
+                self.work += 1
+                rid = id(arg.region)
+                box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(arg.region, fn, tshape, env, where))
                 if box is None:
                     continue
                 prev = bounds.get(i)
@@ -215,13 +278,21 @@ class Expander:
                     (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
             blocks.append(acc_out)
         self.g.blocks[len(self.g.instances) - 1] = blocks
-        out = []
-        for i, arg in enumerate(d.args):
-            if arg.region is None or i not in bounds:
-                continue
-            tname, key = arg_bufs[i]
-            out.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
-        return out
+        out_args = []
+        for i, arg, _fn, _tshape, tname, key in args:
+            if i in bounds:
+                out_args.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
+        return out_args
+
+    def eval_box(self, region: ir.RegionRef, fn: BoxFn | None, shape: tuple[int, ...], env: dict[str, int],
+                 where: Callable[[], str]) -> Box | None:
+        """The box of `region` at `env`: the compiled fast path, else the Evaluator (recording issues)."""
+        if fn is not None:
+            try:
+                return fn(env)
+            except Exception:  # noqa: BLE001 - any failure: the Evaluator gives the exact answer or issue
+                pass
+        return self.region_box(region, shape, env, where())
 
     def block_access(self, acc: ir.Access, env: dict[str, int], where: str, out: BlockAccesses,
                      resolved: tuple[str, BufferKey]) -> None:
@@ -230,6 +301,7 @@ class Expander:
         shape = self.p.tensors[tname].shape
         indirect = acc.region.indirect is not None
         for values in itertools.product(*(range(it.lo, it.hi) for it in acc.items)):
+            self.work += 1
             ienv = dict(env)
             ienv.update({it.var: v for it, v in zip(acc.items, values)})
             box = self.region_box(acc.region, shape, ienv, where)

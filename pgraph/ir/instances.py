@@ -145,13 +145,22 @@ class InstanceGraph:
         self.issues: list[Issue] = []
 
     def add_edge(self, src: int, dst: int, prov: Provenance, span: Span | None = None) -> None:
-        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
+        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates.
+
+        Both ends must be instances already (added with `graph.add_node`). The edge data is
+        written into the DiGraph's adjacency as networkx's own add_edge does, without its
+        per-call checks (the expander adds millions of edges to a --full prefill graph); `prov`
+        is a shared frozenset per combination of provenances.
+        """
         counted = 1 if prov in DECLARED else 0
-        data = self.graph.get_edge_data(src, dst)
+        succ = self.graph._succ
+        data = succ[src].get(dst)
         if data is None:
-            self.graph.add_edge(src, dst, prov={prov}, entries=counted, span=span)
+            data = {"prov": _provenance_set(frozenset(), prov), "entries": counted, "span": span}
+            succ[src][dst] = data
+            self.graph._pred[dst][src] = data
         else:
-            data["prov"].add(prov)
+            data["prov"] = _provenance_set(data["prov"], prov)
             data["entries"] += counted
             if data.get("span") is None:
                 data["span"] = span
@@ -171,6 +180,18 @@ class InstanceGraph:
             if lid not in inside:
                 w *= self.loop_weight(lid, it)
         return w
+
+
+_PROVENANCE_SETS: dict[tuple[frozenset[Provenance], Provenance], frozenset[Provenance]] = {}
+
+
+def _provenance_set(have: frozenset[Provenance], prov: Provenance) -> frozenset[Provenance]:
+    """`have | {prov}`, one shared object per distinct set (an edge holds one of a handful)."""
+    key = (frozenset(have), prov)
+    out = _PROVENANCE_SETS.get(key)
+    if out is None:
+        out = _PROVENANCE_SETS[key] = frozenset(have) | {prov}
+    return out
 
 
 def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,

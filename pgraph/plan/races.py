@@ -10,6 +10,7 @@ Atomic-add writers of one accumulator need no order among themselves.
 
 from __future__ import annotations
 
+import array
 import bisect
 import itertools
 from collections import defaultdict
@@ -48,9 +49,31 @@ class Conflict:
 
 @attrs.frozen
 class Conflicts(Fact):
-    """Every conflicting instance pair; independent of the edges (so mutation tests reuse it)."""
+    """Every conflicting instance pair, ordered by buffer and pair; independent of the edges (so
+    mutation tests reuse it). Pair k is `first[k]` < `second[k]` on `buffers[buffer[k]]`; a
+    --full prefill has about 1.6 million, so they are kept as columns and `conflict(plan, k)`
+    describes one (the first conflicting accesses, in access order) when a race needs it."""
 
-    pairs: list[Conflict]
+    first: array.array
+    second: array.array
+    buffer: array.array
+    buffers: list[BufferKey]
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def conflict(self, plan: Plan, k: int) -> Conflict:
+        """The Conflict record of pair k."""
+        a, b, key = self.first[k], self.second[k], self.buffers[self.buffer[k]]
+        hit = _conflict(node_touches(plan, a, key), node_touches(plan, b, key), plan.program)
+        if hit is None:
+            raise InternalError(f"instances {a} and {b} were paired without a conflicting access")
+        (ka, ba, ta), (kb, bb, tb) = hit
+        return Conflict(a, b, ka, ba, ta, kb, bb, tb)
+
+    def records(self, plan: Plan) -> list[Conflict]:
+        """Every Conflict record (for tests and small graphs)."""
+        return [self.conflict(plan, k) for k in range(len(self))]
 
 
 @attrs.frozen
@@ -82,14 +105,28 @@ def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[Touch]]]:
     """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
     out: dict[BufferKey, dict[int, list[Touch]]] = defaultdict(lambda: defaultdict(list))
     for node, blocks in plan.graph.blocks.items():
-        seen: set[tuple[AccessKind, Box, str, BufferKey]] = set()
+        seen: set[tuple[AccessKind, Box, str]] = set()
         for block in blocks:
             for kind, items in block.items():
                 for tensor, key, box, _indirect in items:
-                    entry = (kind, box, tensor, key)
+                    entry = (kind, box, tensor)
                     if entry not in seen:
                         seen.add(entry)
-                        out[key][node].append((kind, box, tensor))
+                        out[key][node].append(entry)
+    return out
+
+
+def node_touches(plan: Plan, node: int, buffer: BufferKey) -> list[Touch]:
+    """The touches of one instance on one buffer, in the order `accesses_by_buffer` lists them."""
+    out: list[Touch] = []
+    seen: set[Touch] = set()
+    for block in plan.graph.blocks.get(node, []):
+        for kind, items in block.items():
+            for tensor, key, box, _indirect in items:
+                entry = (kind, box, tensor)
+                if key == buffer and entry not in seen:
+                    seen.add(entry)
+                    out.append(entry)
     return out
 
 
@@ -194,20 +231,22 @@ def conflicts(plan: Plan) -> Conflicts:
     """Every conflicting instance pair (a < b): overlapping regions of one buffer, one writing.
 
     Computed once per plan (a Conflicts fact): it does not depend on the edges. Ordered by
-    buffer, then pair; each pair carries the first conflicting touches in access order.
+    buffer, then pair.
     """
     if plan.has(Conflicts):
         return plan.get(Conflicts)
     p = plan.program
-    out = []
-    for _key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
-        for a, b in sorted(conflicting_pairs(per_node, p)):
-            hit = _conflict(per_node[a], per_node[b], p)
-            if hit is None:
-                raise InternalError(f"instances {a} and {b} were paired without a conflicting access")
-            (ka, ba, ta), (kb, bb, tb) = hit
-            out.append(Conflict(a, b, ka, ba, ta, kb, bb, tb))
-    fact = Conflicts(out)
+    first, second, buffer = array.array("q"), array.array("q"), array.array("q")
+    buffers: list[BufferKey] = []
+    for key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
+        pairs = sorted(conflicting_pairs(per_node, p))
+        if not pairs:
+            continue
+        buffers.append(key)
+        first.extend(a for a, _ in pairs)
+        second.extend(b for _, b in pairs)
+        buffer.extend(itertools.repeat(len(buffers) - 1, len(pairs)))
+    fact = Conflicts(first, second, buffer, buffers)
     plan.put(fact)
     return fact
 
@@ -220,12 +259,13 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     """
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
-    pairs = conflicts(plan).pairs
-    ordered = reach.ordered_pairs([(c.first, c.second) for c in pairs])
+    found = conflicts(plan)
+    ordered = reach.ordered_pairs(list(zip(found.first, found.second)))
     races = []
-    for c, ok in zip(pairs, ordered):
+    for k, ok in enumerate(ordered):
         if ok:
             continue
+        c = found.conflict(plan, k)
         ia, ib = plan.graph.instances[c.first], plan.graph.instances[c.second]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
         races.append(Race(c, boundary))

@@ -13,8 +13,9 @@ search serves all the questions about one instance.
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from pgraph.kinds import InternalError
 from pgraph.plan.base import Fact, Pass, Plan
@@ -58,19 +59,32 @@ class Reach(Fact):
         return self.before(a, b) or self.before(b, a)
 
     # ---- batches ----
-    def ordered_pairs(self, pairs: Sequence[tuple[int, int]]) -> list[bool]:
-        """`ordered(a, b)` for each (a, b) with a < b, one search per distinct a."""
+    def ordered_pairs(self, pairs: Iterable[tuple[int, int]]) -> list[bool]:
+        """`ordered(a, b)` for each (a, b) with a < b: a direct edge, else one search per distinct a."""
         if self.anc is not None:
             anc = self.anc
             return [bool(anc[b] >> a & 1) or bool(anc[a] >> b & 1) for a, b in pairs]
-        targets: dict[int, list[int]] = defaultdict(list)
+        out: list[bool] = []
+        pending: dict[int, list[int]] = defaultdict(list)
+        where: list[tuple[int, int, int]] = []
+        succ, level = self.succ, self.level
         for a, b in pairs:
             if a >= b:
                 raise InternalError(f"ordered_pairs expects a < b, got ({a}, {b})")
-            if self.level[a] < self.level[b]:
-                targets[a].append(b)
-        reached = {a: self.descendants_among(a, bs) for a, bs in targets.items()}
-        return [b in reached.get(a, ()) for a, b in pairs]
+            adj = succ[a]
+            i = bisect.bisect_left(adj, b)
+            if i < len(adj) and adj[i] == b:
+                out.append(True)
+            elif level[a] >= level[b]:
+                out.append(False)
+            else:
+                where.append((len(out), a, b))
+                pending[a].append(b)
+                out.append(False)
+        reached = {a: self.descendants_among(a, bs) for a, bs in pending.items()}
+        for k, a, b in where:
+            out[k] = b in reached[a]
+        return out
 
     def descendants_among(self, a: int, targets: Iterable[int]) -> set[int]:
         """The instances of `targets` (all after `a`) that `a` reaches: one forward search that
