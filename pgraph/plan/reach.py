@@ -163,17 +163,11 @@ def adjacency(plan: Plan) -> tuple[list[list[int]], list[list[int]]]:
     """Sorted successor and predecessor lists of `plan`'s graph as it is now."""
     g = plan.graph.graph
     n = len(plan.graph.instances)
-    succ: list[list[int]] = [[] for _ in range(n)]
-    pred: list[list[int]] = [[] for _ in range(n)]
-    for u, v in g.edges():
-        if u >= v:
-            raise InternalError(f"edge {u} -> {v} runs against submission order in the analysed graph")
-        succ[u].append(v)
-        pred[v].append(u)
-    for adj in succ:
-        adj.sort()
-    for adj in pred:
-        adj.sort()
+    succ = [sorted(g.succ[u]) for u in range(n)]
+    pred = [sorted(g.pred[v]) for v in range(n)]
+    for u, adj in enumerate(succ):
+        if adj and adj[0] <= u:
+            raise InternalError(f"edge {u} -> {adj[0]} runs against submission order in the analysed graph")
     return succ, pred
 
 
