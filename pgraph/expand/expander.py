@@ -144,7 +144,7 @@ class Expander:
             self.g.instances.append(Instance(node, f"alloc@scope{sid}", TaskKind.ALLOC, key[2], (), w, sid, tasks,
                                              label, loops))
             self.g.alloc_info[node] = (sid, loops, tuple(tensors))
-            self.g.graph.add_node(node)
+            self.g.add_node(node)
             self.alloc_of[key] = node
 
     def emit(self, d: ir.Dispatch, iters: tuple[int, ...], weight: int, only: tuple[int, ...] | None = None) -> None:
@@ -164,7 +164,7 @@ class Expander:
             inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node
-            self.g.graph.add_node(node)
+            self.g.add_node(node)
             if shape is not None:
                 self.g.args[node] = self.task_args(d, env, label, shape)
 

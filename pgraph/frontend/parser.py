@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import sys
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ ACCESS_KINDS = {"reads": AccessKind.READ, "writes": AccessKind.WRITE, "atomic_ad
 
 #: The LALR tables of grammar/pgl.lark saved by Lark (`Lark.save`), shipped beside the grammar
 #: so that a process loads them (~13 ms) instead of rebuilding them (~110 ms). The file starts
-#: with TABLES_MAGIC and the SHA-256 of the grammar it was built from; `python3 -m
+#: with TABLES_MAGIC and the digest of the grammar it was built from; `python3 -m
 #: pgraph.frontend.parser` rewrites it, and tests/unit/test_scale.py checks that it matches.
 TABLES_FILE = "pgl.lalr"
 TABLES_MAGIC = b"pgraph-lalr-1 "
@@ -49,8 +49,10 @@ def _grammar_text() -> str:
 
 
 def grammar_digest(text: str) -> bytes:
-    """The SHA-256 (hex, ASCII) that names the grammar a saved table was built from."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest().encode("ascii")
+    """The CRC-32 and length (ASCII) that name the grammar a saved table was built from: enough to
+    notice a stale file (hashlib would cost its OpenSSL import at every start)."""
+    data = text.encode("utf-8")
+    return f"{zlib.crc32(data):08x}-{len(data)}".encode("ascii")
 
 
 def build_parser(text: str | None = None) -> lark.Lark:

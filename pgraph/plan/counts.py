@@ -48,7 +48,7 @@ def count(plan: Plan, member: Callable[[Instance], bool], weighted: bool) -> dic
         else:
             out["tasks"] += w
             out["blocks"] += w * inst.blocks
-    for _, v, data in g.graph.edges(data=True):
+    for _, v, data in g.edges():
         if v not in chosen:
             continue
         w = chosen[v]
@@ -101,7 +101,7 @@ class CountsPass(Pass):
                 else:
                     target["tasks"] += weight
                     target["blocks"] += weight * inst.blocks
-        for _, v, data in g.graph.edges(data=True):
+        for _, v, data in g.edges():
             got = chosen.get(v)
             if got is None:
                 continue

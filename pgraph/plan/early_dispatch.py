@@ -55,7 +55,7 @@ def producers(plan: Plan, node: int) -> list[int]:
     """Direct WAIT producers of `node` that are real tasks (alloc tasks excluded)."""
     g = plan.graph
     instances = g.instances
-    return sorted(u for u, data in g.graph.pred[node].items()
+    return sorted(u for u, data in g.pred[node].items()
                   if data["prov"] & WAIT and instances[u].kind is not TaskKind.ALLOC)
 
 
@@ -151,9 +151,9 @@ class EarlyDispatchPass(Pass):
         p = plan.program
         consumers: dict[str, set[str]] = defaultdict(set)
         useful: set[str] = set()
-        for u, v, prov in g.graph.edges(data="prov"):
+        for u, v, data in g.edges():
             iu, iv = g.instances[u], g.instances[v]
-            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or not (prov & WAIT):
+            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or not (data["prov"] & WAIT):
                 continue
             consumers[iu.dispatch].add(iv.dispatch)
             if v in status and status[v][0] is EarlyState.CANDIDATE:
@@ -196,7 +196,7 @@ class DummyEffectPass(Pass):
                              hint="pypto's task_dummy takes only deps= and never sets allow_early_resolve; drop `early`")
                 continue
             if d.deps:
-                if any(not list(g.graph.predecessors(i.id)) for i in insts):
+                if any(not g.pred[i.id] for i in insts):
                     plan.bag.add("PG104", f"every dep of dummy '{name}' can be invalid at run time, so the generated "
                                  "code drops it and it orders nothing", d.span, severity=Severity.WARNING,
                                  hint="a dep-carrying dummy is submitted only if some dep is valid (`if (count > 0)`)")
@@ -210,7 +210,7 @@ class DummyEffectPass(Pass):
         status = plan.get(EarlyStatus).status
         n_producers: dict[int, int] = {}
         for inst in insts:
-            for v, data in g.graph.succ[inst.id].items():
+            for v, data in g.succ[inst.id].items():
                 consumers.add(g.instances[v].dispatch)
                 if self.candidate_without(plan, v, inst, bool(data["prov"] & WAIT), status, n_producers):
                     evicted.add(g.instances[v].dispatch)

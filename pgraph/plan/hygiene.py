@@ -36,7 +36,7 @@ class DuplicateDepsPass(Pass):
         g = plan.graph
         per_dispatch: dict[str, int] = defaultdict(int)
         spans: dict[str, object] = {}
-        for _u, v, data in g.graph.edges(data=True):
+        for _u, v, data in g.edges():
             extra = data["entries"] - 1
             inst = g.instances[v]
             if extra <= 0 or not (plan.in_layer(inst) or plan.layer_loop is None or not inst.iters):
@@ -59,8 +59,7 @@ class DuplicateDepsPass(Pass):
 
 
 def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
-    g = plan.graph.graph
-    return [(u, v) for u, v, data in g.edges(data=True) if data["prov"] & DECLARED]
+    return [(u, v) for u, v, data in plan.graph.edges() if data["prov"] & DECLARED]
 
 
 def _reported(plan: Plan, node: int) -> bool:
@@ -91,7 +90,7 @@ class RedundantEdgePass(Pass):
         for (du, dv), pairs in sorted(groups.items(), key=lambda kv: (p.dispatch(kv[0][1]).order, kv[0][0])):
             total += len(pairs)
             u, v = pairs[0]
-            span = g.graph.edges[u, v].get("span")
+            span = g.succ[u][v].get("span")
             plan.bag.add("PG115", f"{len(pairs)} edge(s) {du} -> {dv} are implied by other paths "
                          f"(e.g. {g.instances[u].label} -> {g.instances[v].label})", span,
                          hint="harmless for ordering; dropping it saves a fanout entry and a dep-array slot")
@@ -122,7 +121,7 @@ class FunnelPass(Pass):
                 continue
             common: set[int] | None = None
             for v in consumers:
-                preds = {w for w in g.graph.predecessors(v) if w != u and g.instances[w].kind is not TaskKind.ALLOC}
+                preds = {w for w in g.pred[v] if w != u and g.instances[w].kind is not TaskKind.ALLOC}
                 common = preds if common is None else common & preds
                 if not common:
                     break

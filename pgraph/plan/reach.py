@@ -161,8 +161,8 @@ class Reach(Fact):
 
 def adjacency(plan: Plan) -> tuple[list[list[int]], list[list[int]]]:
     """Sorted successor and predecessor lists of `plan`'s graph as it is now."""
-    g = plan.graph.graph
-    n = len(plan.graph.instances)
+    g = plan.graph
+    n = len(g.instances)
     succ = [sorted(g.succ[u]) for u in range(n)]
     pred = [sorted(g.pred[v]) for v in range(n)]
     for u, adj in enumerate(succ):

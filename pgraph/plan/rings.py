@@ -58,12 +58,12 @@ class _Model:
         wire_fanin_task prepends the consumer to the producer's fanout list), window-exact."""
         g = self.g
         if not g.windowed:  # every instance is one real task: one entry per out-edge
-            return {u: len(adj) for u, adj in g.graph.succ.items()
+            return {u: len(adj) for u, adj in g.succ.items()
                     if adj and g.instances[u].kind is not TaskKind.ALLOC}
         same: dict[int, int] = defaultdict(int)   # edges every real copy of the producer has
         nxt: dict[int, int] = defaultdict(int)    # carried edges into the next iteration (from the first copy)
         exits: dict[int, int] = defaultdict(int)  # edges out of a windowed loop: its last iteration only
-        for u, v in g.graph.edges():
+        for u, v, _ in g.edges():
             iu, iv = g.instances[u], g.instances[v]
             if iu.kind is TaskKind.ALLOC:
                 continue
