@@ -156,11 +156,14 @@ class Expander:
         env0 = self.env_for(d, iters)
         shape = self.task_shape(d, iters_by_loop) if d.kind is not TaskKind.DUMMY else None
         suffix = iters_label(self.p, d.loops, iters)
+        head = d.name + ("[" + ",".join(f"{a.var}={{}}" for a in d.task_axes) + "]" if d.task_axes else "")
+        task_vars = [a.var for a in d.task_axes]
         for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
             env = dict(env0)
-            env.update({a.var: v for a, v in zip(d.task_axes, index)})
-            label = d.name + index_label(d.task_axes, index) + suffix
+            for var, v in zip(task_vars, index):
+                env[var] = v
+            label = head.format(*index) + suffix  # = d.name + index_label(d.task_axes, index) + suffix
             inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node

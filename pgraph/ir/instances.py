@@ -195,7 +195,7 @@ class InstanceGraph:
         counted = 1 if prov in DECLARED else 0
         data = self.succ[src].get(dst)
         if data is None:
-            data = {"prov": _provenance_set(frozenset(), prov), "entries": counted, "span": span}
+            data = {"prov": _provenance_set(_NO_PROVENANCE, prov), "entries": counted, "span": span}
             self.succ[src][dst] = data
             self.pred[dst][src] = data
         else:
@@ -221,11 +221,14 @@ class InstanceGraph:
         return w
 
 
+_NO_PROVENANCE: frozenset[Provenance] = frozenset()
 _PROVENANCE_SETS: dict[tuple[frozenset[Provenance], Provenance], frozenset[Provenance]] = {}
 
 
 def _provenance_set(have: frozenset[Provenance], prov: Provenance) -> frozenset[Provenance]:
     """`have | {prov}`, one shared object per distinct set (an edge holds one of a handful)."""
+    if prov in have and type(have) is frozenset:
+        return have
     key = (frozenset(have), prov)
     out = _PROVENANCE_SETS.get(key)
     if out is None:

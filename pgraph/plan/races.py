@@ -104,15 +104,41 @@ class Races(Fact):
 def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[Touch]]]:
     """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
     out: dict[BufferKey, dict[int, list[Touch]]] = defaultdict(lambda: defaultdict(list))
+    for key, touches in touches_by_buffer(plan).items():
+        for node, kind, box, tensor in touches:
+            out[key][node].append((kind, box, tensor))
+    return out
+
+
+#: (instance, kind, box, tensor name) of one touch of a buffer.
+NodeTouch = tuple[int, AccessKind, Box, str]
+
+
+def touches_by_buffer(plan: Plan) -> dict[BufferKey, list[NodeTouch]]:
+    """buffer -> every distinct touch of it, by instance in id order and then in access order."""
+    out: dict[BufferKey, list[NodeTouch]] = defaultdict(list)
     for node, blocks in plan.graph.blocks.items():
-        seen: set[tuple[AccessKind, Box, str]] = set()
+        if len(blocks) == 1:
+            seen_one: set[tuple[AccessKind, Box, str, BufferKey]] = set()
+            for kind, items in blocks[0].items():
+                for tensor, key, box, _indirect in items:
+                    if len(items) > 1 or len(seen_one):
+                        entry = (kind, box, tensor, key)
+                        if entry in seen_one:
+                            continue
+                        seen_one.add(entry)
+                    else:
+                        seen_one.add((kind, box, tensor, key))
+                    out[key].append((node, kind, box, tensor))
+            continue
+        seen: set[tuple[AccessKind, Box, str, BufferKey]] = set()
         for block in blocks:
             for kind, items in block.items():
                 for tensor, key, box, _indirect in items:
-                    entry = (kind, box, tensor)
+                    entry = (kind, box, tensor, key)
                     if entry not in seen:
                         seen.add(entry)
-                        out[key][node].append(entry)
+                        out[key].append((node, kind, box, tensor))
     return out
 
 
@@ -182,15 +208,25 @@ def _sweep(items: list[_Item], pairs: set[tuple[int, int]], p: Program, cross_na
             alive = [o for o in active[kind] if o.hi > lo]
             active[kind] = alive
             for o in alive:
-                if o.node == node or o.lo2 >= hi2 or lo2 >= o.hi2 or (cross_names and o.tensor == it.tensor):
+                if o.node == node or o.lo2 >= hi2 or lo2 >= o.hi2:
                     continue
                 a, b = (o.node, node) if o.node < node else (node, o.node)
-                if (a, b) not in pairs and overlap(o.box, o.tensor, it.box, it.tensor, p):
+                if (a, b) in pairs:
+                    continue
+                if cross_names:
+                    if o.tensor != it.tensor and overlap(o.box, o.tensor, it.box, it.tensor, p):
+                        pairs.add((a, b))
+                    continue
+                # one tensor, no empty side (filtered): the boxes overlap where every dimension does
+                for (x0, x1), (y0, y1) in zip(o.box, it.box):
+                    if x0 >= y1 or y0 >= x1:
+                        break
+                else:
                     pairs.add((a, b))
         active[it.kind].append(it)
 
 
-def conflicting_pairs(per_node: dict[int, list[Touch]], p: Program) -> set[tuple[int, int]]:
+def conflicting_pairs(touches: list[NodeTouch], p: Program) -> set[tuple[int, int]]:
     """Instance pairs (a < b) of one buffer with overlapping touches of conflicting kinds.
 
     The same pairs as testing every writer against every other instance, found by sweeping
@@ -199,28 +235,31 @@ def conflicting_pairs(per_node: dict[int, list[Touch]], p: Program) -> set[tuple
     element offsets between views of one buffer with different names (`instances.overlap`
     compares those flat).
     """
-    by_name: dict[str, list[tuple[int, Touch]]] = defaultdict(list)
-    for node, touches in per_node.items():
-        for t in touches:
-            if any(lo >= hi for lo, hi in t[1]):
-                continue  # an empty side touches nothing
-            by_name[t[2]].append((node, t))
+    by_name: dict[str, list[NodeTouch]] = defaultdict(list)
+    for t in touches:
+        for lo, hi in t[2]:
+            if lo >= hi:
+                break  # an empty side touches nothing
+        else:
+            by_name[t[3]].append(t)
     pairs: set[tuple[int, int]] = set()
     for name, named in by_name.items():
-        rank = len(named[0][1][1])
+        rank = len(named[0][2])
         if rank == 0:  # every touch covers the one element
-            items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, (kind, box, _) in named]
+            items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, kind, box, _ in named]
         else:
-            dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[1][d] for _, t in named]), d))
-            d1, d2 = dims[0], dims[min(1, rank - 1)]
+            d1 = d2 = 0
+            if rank > 1:
+                dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[2][d] for t in named]), d))
+                d1, d2 = dims[0], dims[1]
             items = [_Item(box[d1][0], box[d1][1], box[d2][0], box[d2][1], n, kind, box, name)
-                     for n, (kind, box, _) in named]
+                     for n, kind, box, _ in named]
         _sweep(items, pairs, p, cross_names=False)
     if len(by_name) > 1:
         flat_items = []
         for name, named in by_name.items():
             shape = p.tensors[name].shape
-            for n, (kind, box, _) in named:
+            for n, kind, box, _ in named:
                 lo, hi = flat(box, shape)
                 flat_items.append(_Item(lo, hi, lo, hi, n, kind, box, name))
         _sweep(flat_items, pairs, p, cross_names=True)
@@ -238,8 +277,8 @@ def conflicts(plan: Plan) -> Conflicts:
     p = plan.program
     first, second, buffer = array.array("q"), array.array("q"), array.array("q")
     buffers: list[BufferKey] = []
-    for key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
-        pairs = sorted(conflicting_pairs(per_node, p))
+    for key, touches in sorted(touches_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
+        pairs = sorted(conflicting_pairs(touches, p))
         if not pairs:
             continue
         buffers.append(key)
