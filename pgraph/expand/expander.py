@@ -201,12 +201,7 @@ class Expander:
 
     def task_shape(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> _TaskShape:
         """What every task of `d` in one loop iteration evaluates: resolved buffers, compiled regions."""
-        fast = self.fast_dispatch.get(d.name)
-        if fast is None:
-            ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
-            ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
-            ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
-            fast = self.fast_dispatch[d.name] = safe_values(ranges)
+        fast = self.fast(d)
         accesses = []
         for acc in d.accesses:
             tname, key = self.buffer(acc.region.tensor, iters_by_loop)
@@ -222,6 +217,16 @@ class Expander:
             shape = self.p.tensors[tname].shape
             args.append((i, arg, self.box_function(arg.region, shape, fast), shape, tname, key))
         return accesses, args
+
+    def fast(self, d: ir.Dispatch) -> bool:
+        """True when `d`'s index values are small enough for the compiled fast path (pgraph.expand.compiled)."""
+        fast = self.fast_dispatch.get(d.name)
+        if fast is None:
+            ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
+            ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
+            ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
+            fast = self.fast_dispatch[d.name] = safe_values(ranges)
+        return fast
 
     def box_function(self, region: ir.RegionRef, shape: tuple[int, ...], fast: bool) -> BoxFn | None:
         """The compiled box function of `region` on `shape` (None: the Evaluator only)."""
@@ -297,20 +302,6 @@ class Expander:
                 pass
         return self.region_box(region, shape, env, where())
 
-    def block_access(self, acc: ir.Access, env: dict[str, int], where: str, out: BlockAccesses,
-                     resolved: tuple[str, BufferKey]) -> None:
-        """Append the boxes of one access clause (every item-loop value) of one block to `out`."""
-        tname, key = resolved
-        shape = self.p.tensors[tname].shape
-        indirect = acc.region.indirect is not None
-        for values in itertools.product(*(range(it.lo, it.hi) for it in acc.items)):
-            self.work += 1
-            ienv = dict(env)
-            ienv.update({it.var: v for it, v in zip(acc.items, values)})
-            box = self.region_box(acc.region, shape, ienv, where)
-            if box is not None:
-                out[acc.kind].append(BlockAccess(tname, key, box, indirect))
-
     def check_last_iterations(self) -> None:
         """Window expansion skips the last iteration of a windowed loop: evaluate its regions too."""
         if self.full:
@@ -328,16 +319,32 @@ class Expander:
                 if len(iters_by_loop) != len(d.loops):
                     continue
                 env = {self.loops[lid].axis.var: v for lid, v in iters_by_loop.items()}
-                bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
+                fast = self.fast(d)
+                checks = []
+                for acc in d.accesses:
+                    tname, _key = self.buffer(acc.region.tensor, iters_by_loop)
+                    shape = self.p.tensors[tname].shape
+                    checks.append((acc.region, self.box_function(acc.region, shape, fast), shape,
+                                   [(it.var, range(it.lo, it.hi)) for it in acc.items]))
                 for index in axis_values(d.task_axes):
-                    tenv = dict(env)
-                    tenv.update({a.var: v for a, v in zip(d.task_axes, index)})
+                    for a, v in zip(d.task_axes, index):
+                        env[a.var] = v
+
+                    def where(index: tuple[int, ...] = index, d: ir.Dispatch = d, tail: str = f"@{lp.axis.var}={last}"
+                              ) -> str:
+                        return d.name + index_label(d.task_axes, index) + tail
+
                     for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
-                        benv = dict(tenv)
-                        benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
-                        where = d.name + index_label(d.task_axes, index) + f"@{lp.axis.var}={last}"
-                        for acc, resolved in zip(d.accesses, bufs):
-                            self.block_access(acc, benv, where, empty_accesses(), resolved)
+                        for a, v in zip(d.block_axes, bidx):
+                            env[a.var] = v
+                        for region, fn, shape, items in checks:
+                            for values in itertools.product(*(r for _, r in items)):
+                                self.work += 1
+                                for (var, _), v in zip(items, values):
+                                    env[var] = v
+                                self.eval_box(region, fn, shape, env, where)
+                            for var, _ in items:
+                                env.pop(var, None)
 
 
 def scope_loops(p: ir.Program) -> dict[int, tuple[int, ...]]:
