@@ -73,15 +73,19 @@ def resolve_deps(ex: Expander) -> None:
     """Add the EXPLICIT and CARRIED edges of every instance's deps."""
     cache: dict[str, TileMap] = {}
     selections: dict[int, SelFn | None] = {}
+    dispatches = {d.name: (d, [ex.loops[lid].axis.var for lid in d.loops], [a.var for a in d.task_axes])
+                  for d in ex.p.dispatches if d.deps}
     for inst in list(ex.g.instances):
         if inst.kind is TaskKind.ALLOC:
             continue
-        d = ex.p.dispatch(inst.dispatch)
-        if not d.deps:
+        got = dispatches.get(inst.dispatch)
+        if got is None:
             continue
+        d, loop_vars, task_vars = got
         iters_by_loop = dict(zip(d.loops, inst.iters))
-        env = ex.env_for(d, inst.iters)
-        env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
+        env = dict(zip(loop_vars, inst.iters))
+        for var, v in zip(task_vars, inst.index):
+            env[var] = v
         for dep in d.deps:
             try:
                 resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache, selections)
@@ -130,12 +134,15 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     ts = ex.p.tilesets[target]
     if dep.kind is DepKind.TILES:
         ranges = _selection(ex, d, dep, ts, env, selections if selections is not None else {})
-        for r, sel, axis in zip(ranges, dep.sels or (), ts.axes):
-            if len(r) and (r.start < axis.lo or r.stop > axis.hi):
+        count = 1
+        for i, (r, axis) in enumerate(zip(ranges, ts.axes)):
+            n = len(r)
+            if n and (r.start < axis.lo or r.stop > axis.hi):
+                sel = (dep.sels or ())[i]
                 ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
                          (f"range {d.name} {r.start}..{r.stop}", sel.span))
                 return
-        count = math.prod(len(r) for r in ranges)
+            count *= n
         tiles: Iterable[tuple[int, ...]] = itertools.product(*ranges)
     else:
         count = math.prod(a.size for a in ts.axes)

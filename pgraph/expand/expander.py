@@ -45,6 +45,18 @@ from pgraph.source import Span
 _TaskShape = tuple[list[Any], list[Any]]
 
 
+class _Where:
+    """The `where` of a block's issues (`label[b=3]`), formatted only when an issue needs it."""
+
+    __slots__ = ("axes", "bidx", "label")
+
+    def __init__(self, label: str, axes: tuple[ir.IAxis, ...], bidx: tuple[int, ...]) -> None:
+        self.label, self.axes, self.bidx = label, axes, bidx
+
+    def __call__(self) -> str:
+        return self.label + index_label(self.axes, self.bidx)
+
+
 class Expander:
     """Builds the InstanceGraph of one program under one window (every iteration, or two)."""
 
@@ -252,10 +264,7 @@ class Expander:
             for a, v in zip(block_axes, bidx):
                 env[a.var] = v
             memo: dict[int, Box | None] = {}
-
-            def where(bidx: tuple[int, ...] = bidx) -> str:
-                return label + index_label(block_axes, bidx)
-
+            where = _Where(label, block_axes, bidx)
             acc_out = empty_accesses()
             for kind, region, fn, tshape, tname, key, indirect, items in accesses:
                 out = acc_out[kind]
