@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgraph.expand.compiled import SelFn, selection_function
 from pgraph.expr import EvalError
@@ -73,6 +73,7 @@ def resolve_deps(ex: Expander) -> None:
     """Add the EXPLICIT and CARRIED edges of every instance's deps."""
     cache: dict[str, TileMap] = {}
     selections: dict[int, SelFn | None] = {}
+    fast: _FastDeps = {}
     dispatches = {d.name: (d, [ex.loops[lid].axis.var for lid in d.loops], [a.var for a in d.task_axes])
                   for d in ex.p.dispatches if d.deps}
     for inst in list(ex.g.instances):
@@ -88,9 +89,69 @@ def resolve_deps(ex: Expander) -> None:
             env[var] = v
         for dep in d.deps:
             try:
-                resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache, selections)
+                if dep.kind is not DepKind.TILES or not _tiles_fast(ex, inst, d, dep, iters_by_loop, env, cache,
+                                                                   selections, fast):
+                    resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache, selections)
             except EvalError as e:
                 ex.eval_issue(inst.label, e)
+
+
+#: per dep: (tile set, tile map, one entry per task, compiled selection); per (producer,
+#: consumer, consumer iterations): the producer's iterations
+_FastDeps = dict[Any, Any]
+
+
+def _tiles_fast(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
+                env: dict[str, int], cache: dict[str, TileMap], selections: dict[int, SelFn | None],
+                fast: _FastDeps) -> bool:
+    """`resolve_dep` of a tile dep whose selection is compiled and answers in range; False when
+    `resolve_dep` must decide (an issue to record, or no compiled selection)."""
+    key = id(dep)
+    info = fast.get(key)
+    if info is None:
+        ts = ex.p.tilesets[dep.target]
+        _selection(ex, d, dep, ts, env, selections)  # compiles it (or records that it cannot be)
+        info = fast[key] = (ts, tile_map(ex, dep.target, cache), ts.kind in (TaskKind.AT, TaskKind.SPMD),
+                            selections.get(key))
+    ts, tmap, per_task, fn = info
+    if fn is None:
+        return False
+    try:
+        ranges = fn(env)
+    except Exception:  # noqa: BLE001 - resolve_dep evaluates it exactly (and records the issue)
+        return False
+    count = 1
+    for r, axis in zip(ranges, ts.axes):
+        n = len(r)
+        if n and (r.start < axis.lo or r.stop > axis.hi):
+            return False
+        count *= n
+    if not count:
+        return False
+    ex.work += count
+    by_key = ex.g.by_key
+    seen: set[int] | None = set() if per_task else None
+    add = ex.g.add_edge
+    for coord in itertools.product(*ranges):
+        dname, index = tmap[coord]
+        pk = (dname, d.name, inst.iters)
+        piters = fast.get(pk, _MISSING)
+        if piters is _MISSING:
+            piters = fast[pk] = producer_iters(ex, ex.p.dispatch(dname), iters_by_loop)
+        if piters is None:
+            continue
+        node = by_key.get((dname, piters, index))
+        if node is None:
+            continue
+        if seen is not None:
+            if node in seen:
+                continue
+            seen.add(node)
+        add(node, inst.id, Provenance.EXPLICIT, dep.span)
+    return True
+
+
+_MISSING = object()
 
 
 def _selection(ex: Expander, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int],

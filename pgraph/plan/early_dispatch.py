@@ -56,7 +56,7 @@ def producers(plan: Plan, node: int) -> list[int]:
     g = plan.graph
     instances = g.instances
     return sorted(u for u, data in g.pred[node].items()
-                  if data["prov"] & WAIT and instances[u].kind is not TaskKind.ALLOC)
+                  if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
 
 
 def flagged(plan: Plan, inst: Instance) -> bool:
@@ -93,10 +93,7 @@ class EarlyDispatchPass(Pass):
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
-        status: dict[int, tuple[EarlyState, list[int]]] = {}
-        for inst in g.instances:
-            if inst.kind is not TaskKind.ALLOC:
-                status[inst.id] = classify(plan, inst.id)
+        status = self.all_states(plan)
         plan.put(EarlyStatus(status))
         table: dict[str, dict[str, Any]] = {}
         for inst in g.instances:
@@ -118,6 +115,30 @@ class EarlyDispatchPass(Pass):
         plan.put(EarlyTable(rows, OPEN_POINT))
         self.blocked_notes(plan, status)
         self.idle_flags(plan, status)
+
+    @staticmethod
+    def all_states(plan: Plan) -> dict[int, tuple[EarlyState, list[int]]]:
+        """`classify` of every instance (alloc tasks excluded), with the flags looked up once per dispatch."""
+        g = plan.graph
+        instances = g.instances
+        early = {d.name: d.early for d in plan.program.dispatches}
+        unflagged = [inst.kind is TaskKind.DUMMY or (inst.kind is not TaskKind.ALLOC and not early[inst.dispatch])
+                     for inst in instances]
+        status: dict[int, tuple[EarlyState, list[int]]] = {}
+        for inst in instances:
+            if inst.kind is TaskKind.ALLOC:
+                continue
+            if inst.kind is TaskKind.DUMMY:
+                status[inst.id] = (EarlyState.DUMMY, [])
+                continue
+            prods = sorted(u for u, data in g.pred[inst.id].items()
+                           if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
+            if not prods:
+                status[inst.id] = (EarlyState.READY, [])
+                continue
+            blocking = [u for u in prods if unflagged[u]]
+            status[inst.id] = (EarlyState.INELIGIBLE, blocking) if blocking else (EarlyState.CANDIDATE, [])
+        return status
 
     def blocked_notes(self, plan: Plan, status: dict[int, tuple[EarlyState, list[int]]]) -> None:
         """PG105 per producer declaration (a tile set: all waves of `out_proj` are one producer)."""
@@ -153,7 +174,7 @@ class EarlyDispatchPass(Pass):
         useful: set[str] = set()
         for u, v, data in g.edges():
             iu, iv = g.instances[u], g.instances[v]
-            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or not (data["prov"] & WAIT):
+            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or data["prov"].isdisjoint(WAIT):
                 continue
             consumers[iu.dispatch].add(iv.dispatch)
             if v in status and status[v][0] is EarlyState.CANDIDATE:
