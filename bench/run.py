@@ -283,6 +283,7 @@ def render(res: dict[str, Any]) -> str:
     d40, d640 = rows["decode plan --layers 40"], rows["decode plan --layers 640"]
     out += ["", f"Decode: `plan` at 640 layers over 40 layers: {d640['wall'] / d40['wall']:.2f}x wall, "
             f"{d640['cpu'] / d40['cpu']:.2f}x CPU.", ""]
+    out += acceptance(rows, base)
     out += ["### Stages (CPU seconds, one run each)", ""]
     labels = list(res["stages"])
     names: list[str] = []
@@ -311,6 +312,48 @@ def render(res: dict[str, Any]) -> str:
         out.append(f"| {label} | " + " | ".join("" if c is None else f"{c:,}" for c in cells) + " |")
     out += ["", END]
     return "\n".join(out) + "\n"
+
+
+#: Issue 12's acceptance targets: (row, what, limit, unit); "x nx" limits the ratio to the baseline.
+TARGETS = [
+    ("prefill_351k check", "wall", 5.0, "s"), ("prefill_351k check", "rss", 1024.0, "MiB"),
+    ("prefill_351k check", "x nx", 0.5, ""), ("prefill_351k plan --format json", "wall", 8.0, "s"),
+    ("prefill_351k plan --format json", "x nx", 0.5, ""), ("prefill_351k check --full", "wall", 30.0, "s"),
+    ("prefill_351k check --full", "rss", 2048.0, "MiB"), ("stress_writers_20k plan", "wall", 2.0, "s"),
+    ("stress_chain_5k plan", "wall", 1.0, "s"), ("decode plan --layers 40", "wall", 0.25, "s"),
+]
+
+
+def _fmt(x: float, what: str, unit: str) -> str:
+    if what == "rss":
+        return f"{x:.0f} {unit}"
+    return f"{x:.2f} {unit}".rstrip()
+
+
+def acceptance(rows: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    """The acceptance table: each target of issue 12 against this run (wall and CPU both shown,
+    since a loaded machine stretches wall time)."""
+    out = ["### Acceptance (issue 12)", "", "| row | measure | limit | wall | CPU | met (wall) | met (CPU) |",
+           "| --- | --- | ---: | ---: | ---: | --- | --- |"]
+    for key, what, limit, unit in TARGETS:
+        r = rows.get(key)
+        if r is None:
+            continue
+        if what == "rss":
+            w = c = r["rss"]
+        elif what == "x nx":
+            w, c = r["wall"] / base["wall"], r["cpu"] / base["cpu"]
+        else:
+            w, c = r["wall"], r["cpu"]
+        cells = [_fmt(x, what, unit) for x in (limit, w, c)]
+        out.append(f"| `{key}` | {what} | {' | '.join(cells)} | {'yes' if w < limit else 'no'} | "
+                   f"{'yes' if c < limit else 'no'} |")
+    d40, d640 = rows.get("decode plan --layers 40"), rows.get("decode plan --layers 640")
+    if d40 and d640:
+        w, c = d640["wall"] / d40["wall"], d640["cpu"] / d40["cpu"]
+        out.append(f"| `decode plan --layers 640` | / 40 layers | 2.00 | {w:.2f} | {c:.2f} | {'yes' if w < 2 else 'no'} | "
+                   f"{'yes' if c < 2 else 'no'} |")
+    return [*out, ""]
 
 
 def write_doc(section: str) -> None:
