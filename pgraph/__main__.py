@@ -1,7 +1,5 @@
 """`python -m pgraph` runs the command line."""
 
-import sys
+from pgraph.cli import run
 
-from pgraph.cli import main
-
-sys.exit(main())
+run()

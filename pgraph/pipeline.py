@@ -11,7 +11,10 @@ environment, which the tests set) the IR verifier runs after lowering and after 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -25,6 +28,7 @@ from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
 from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
+from pgraph.ir.queries import Window
 from pgraph.kinds import InternalError
 from pgraph.lower.lowerer import lower
 from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
@@ -162,6 +166,12 @@ def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = 
     """Run the pipeline up to and including `stage` (one of STAGES); stops early on errors."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+    with _collector_paused():
+        return _run_until(path, opts, bag, stage)
+
+
+def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) -> Stopped:
+    """`run_until` with the cyclic collector paused."""
     loaded, overrides = load(path, opts, bag)
     if loaded is None:
         return Stopped()
@@ -183,6 +193,26 @@ def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = 
         return Stopped(loaded)
     if stage == "ir":
         return Stopped(loaded, program)
+    return _expand_and_plan(loaded, program, window, opts, bag, stage)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Parsing, expansion and the passes build millions of objects and no reference cycles worth
+    collecting: Python's cyclic collector would rescan them again and again (a third of a --full
+    prefill plan), so it waits until the pipeline returns."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _expand_and_plan(loaded: Loaded, program: Program, window: Window, opts: Options, bag: DiagnosticBag,
+                     stage: str) -> Stopped:
+    """The stages from expansion on (see `run_until`)."""
     graph = Expander(program, opts.full, window).run()
     if opts.verify:
         verify.verify_graph(graph)

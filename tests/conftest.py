@@ -33,6 +33,15 @@ REDUNDANT_LAYER0 = sorted([("seed_dummy@L=0", "kv_seed@L=0"), ("seed_dummy@L=0",
                            ("attn_out_seed@L=0", "fa_fused@L=0")])
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `slow` or `full` run only when `-m` names the marker (opt-in)."""
+    expr = config.getoption("markexpr") or ""
+    for item in items:
+        for marker in ("slow", "full"):
+            if item.get_closest_marker(marker) is not None and marker not in expr:
+                item.add_marker(pytest.mark.skip(reason=f"opt-in: -m {marker}"))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite golden files under tests/golden/ from the current output")

@@ -9,8 +9,11 @@ INOUT and OUTPUT_EXISTING). Functions of the running `Expander`, passed explicit
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
+from pgraph.expand.compiled import SelFn, selection_function
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
 from pgraph.ir.instances import DepIssue, Instance, covers, tensormap_overlap
@@ -68,42 +71,124 @@ def producer_iters(ex: Expander, producer: ir.Dispatch, consumer_iters: dict[int
 
 def resolve_deps(ex: Expander) -> None:
     """Add the EXPLICIT and CARRIED edges of every instance's deps."""
+    cache: dict[str, TileMap] = {}
+    selections: dict[int, SelFn | None] = {}
+    fast: _FastDeps = {}
+    dispatches = {d.name: (d, [ex.loops[lid].axis.var for lid in d.loops], [a.var for a in d.task_axes],
+                           [ir.dep_dedup_key(ex.p, dep) for dep in d.deps])
+                  for d in ex.p.dispatches if d.deps}
     for inst in list(ex.g.instances):
         if inst.kind is TaskKind.ALLOC:
             continue
-        resolve_instance(ex, inst)
+        got = dispatches.get(inst.dispatch)
+        if got is None:
+            continue
+        d, loop_vars, task_vars, keys = got
+        iters_by_loop = dict(zip(d.loops, inst.iters))
+        env = dict(zip(loop_vars, inst.iters))
+        for var, v in zip(task_vars, inst.index):
+            env[var] = v
+        merged: set[tuple[str, str]] = set()
+        for dep, key in zip(d.deps, keys):
+            if key is not None:  # a single TaskId named twice in one list is one entry (pypto dedups)
+                if key in merged:
+                    continue
+                merged.add(key)
+            try:
+                if dep.kind is not DepKind.TILES or not _tiles_fast(ex, inst, d, dep, iters_by_loop, env, cache,
+                                                                   selections, fast):
+                    resolve_dep(ex, inst, d, dep, iters_by_loop, env, cache, selections)
+            except EvalError as e:
+                ex.eval_issue(inst.label, e)
 
 
-def resolve_instance(ex: Expander, inst: Instance) -> None:
-    """The EXPLICIT and CARRIED edges of one instance (every producer is an earlier instance: PG032)."""
-    d = ex.p.dispatch(inst.dispatch)
-    iters_by_loop = dict(zip(d.loops, inst.iters))
-    env = ex.env_for(d, inst.iters)
-    env.update({a.var: v for a, v in zip(d.task_axes, inst.index)})
-    merged: set[tuple[str, str]] = set()
-    for dep in d.deps:
-        key = ir.dep_dedup_key(ex.p, dep)  # a TaskId named twice in one list is one entry
-        if key is not None:
-            if key in merged:
+#: per dep: (tile set, tile map, one entry per task, compiled selection); per (producer,
+#: consumer, consumer iterations): the producer's iterations
+_FastDeps = dict[Any, Any]
+
+
+def _tiles_fast(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
+                env: dict[str, int], cache: dict[str, TileMap], selections: dict[int, SelFn | None],
+                fast: _FastDeps) -> bool:
+    """`resolve_dep` of a tile dep whose selection is compiled and answers in range; False when
+    `resolve_dep` must decide (an issue to record, or no compiled selection)."""
+    key = id(dep)
+    info = fast.get(key)
+    if info is None:
+        ts = ex.p.tilesets[dep.target]
+        _selection(ex, d, dep, ts, env, selections)  # compiles it (or records that it cannot be)
+        info = fast[key] = (ts, tile_map(ex, dep.target, cache), ts.kind in (TaskKind.AT, TaskKind.SPMD),
+                            selections.get(key))
+    ts, tmap, per_task, fn = info
+    if fn is None:
+        return False
+    try:
+        ranges = fn(env)
+    except Exception:  # noqa: BLE001 - resolve_dep evaluates it exactly (and records the issue)
+        return False
+    count = 1
+    for r, axis in zip(ranges, ts.axes):
+        n = len(r)
+        if n and (r.start < axis.lo or r.stop > axis.hi):
+            return False
+        count *= n
+    if not count:
+        return False
+    ex.work += count
+    by_key = ex.g.by_key
+    seen: set[int] | None = set() if per_task else None
+    add = ex.g.add_edge
+    for coord in itertools.product(*ranges):
+        dname, index = tmap[coord]
+        pk = (dname, d.name, inst.iters)
+        piters = fast.get(pk, _MISSING)
+        if piters is _MISSING:
+            piters = fast[pk] = producer_iters(ex, ex.p.dispatch(dname), iters_by_loop)
+        if piters is None:
+            continue
+        node = by_key.get((dname, piters, index))
+        if node is None:
+            continue
+        if seen is not None:
+            if node in seen:
                 continue
-            merged.add(key)
+            seen.add(node)
+        add(node, inst.id, Provenance.EXPLICIT, dep.span)
+    return True
+
+
+_MISSING = object()
+
+
+def _selection(ex: Expander, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int],
+               selections: dict[int, SelFn | None]) -> list[range]:
+    """`Evaluator.selection` of `dep` at `env`, through its compiled function when it has one."""
+    key = id(dep)
+    if key not in selections:
+        fast = ex.fast_dispatch.get(d.name)
+        selections[key] = selection_function(dep.sels, ts.axes) if fast else None
+    fn = selections[key]
+    if fn is not None:
         try:
-            resolve_dep(ex, inst, d, dep, iters_by_loop, env, ex.tile_maps)
-        except EvalError as e:
-            ex.eval_issue(inst.label, e)
+            return fn(env)
+        except Exception:  # noqa: BLE001 - the Evaluator gives the exact answer or error
+            pass
+    return ex.ev.selection(dep.sels, ts.axes, env)
 
 
 def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, iters_by_loop: dict[int, int],
-                env: dict[str, int], cache: dict[str, TileMap]) -> None:
+                env: dict[str, int], cache: dict[str, TileMap], selections: dict[int, SelFn | None] | None = None
+                ) -> None:
     """One dep of one instance: the tiles it selects, mapped to producer tasks (folded per task)."""
     prov = Provenance.EXPLICIT
     target = dep.target
-    iters = dict(iters_by_loop)
+    iters = iters_by_loop
     if dep.kind is DepKind.CARRY:
         carry = ex.p.carries[dep.target]
         lp = ex.p.carry_loop(dep.target)
         value = iters_by_loop.get(lp.id)
         prov = Provenance.CARRIED
+        iters = dict(iters_by_loop)
         if value is None:  # after the loop (as a tensor carry): NEXT of the last iteration, INIT if none ran
             last = ex.last_iteration(lp.id)
             value = lp.axis.lo if last is None else last + 1
@@ -119,10 +204,23 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
             for lid in ex.nested_loops[lp.id]:
                 iters.pop(lid, None)
     ts = ex.p.tilesets[target]
-    tiles = select_tiles(ex, d, dep, ts, env) if dep.kind is DepKind.TILES else list(axis_values(ts.axes))
-    if tiles is None:
-        return
-    if not tiles:
+    if dep.kind is DepKind.TILES:
+        ranges = _selection(ex, d, dep, ts, env, selections if selections is not None else {})
+        count = 1
+        for i, (r, axis) in enumerate(zip(ranges, ts.axes)):
+            n = len(r)
+            if n and (r.start < axis.lo or r.stop > axis.hi):
+                sel = (dep.sels or ())[i]
+                ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
+                         (f"range {d.name} {r.start}..{r.stop}", sel.span))
+                return
+            count *= n
+        tiles: Iterable[tuple[int, ...]] = itertools.product(*ranges)
+    else:
+        count = math.prod(a.size for a in ts.axes)
+        tiles = axis_values(ts.axes)
+    ex.work += count
+    if not count:
         ex.issue(DepIssue("empty", dep.span, d.name, ts.name), ("empty", dep.span))
         return
     tmap = tile_map(ex, target, cache)
@@ -131,13 +229,17 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     # `at` or `spmd` declaration and for a carry (a single TaskId).
     per_task = dep.kind is DepKind.CARRY or ts.kind in (TaskKind.AT, TaskKind.SPMD)
     seen: set[int] = set()
+    producer_its: dict[str, tuple[int, ...] | None] = {}
+    by_key = ex.g.by_key
     for coord in tiles:
         dname, index = tmap[coord]
-        producer = ex.p.dispatch(dname)
-        piters = producer_iters(ex, producer, iters)
+        if dname in producer_its:
+            piters = producer_its[dname]
+        else:
+            piters = producer_its[dname] = producer_iters(ex, ex.p.dispatch(dname), iters)
         if piters is None:
             continue
-        node = ex.g.by_key.get((dname, piters, index))
+        node = by_key.get((dname, piters, index))
         if node is None or (per_task and node in seen):
             continue
         seen.add(node)

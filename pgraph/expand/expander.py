@@ -18,11 +18,13 @@ The expander reports nothing: what it cannot evaluate becomes an issue record of
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import Any
 
 import attrs
-import networkx as nx
 
 from pgraph.expand import edges
+from pgraph.expand.compiled import BoxFn, region_function, safe_values
 from pgraph.expand.window import make_window
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
@@ -40,6 +42,21 @@ from pgraph.ir.instances import (
 from pgraph.ir.queries import Box, BufferKey, Evaluator, RegionError, Window, axis_values, resolve_buffer
 from pgraph.kinds import NodeKind, Storage, TaskKind, unhandled
 from pgraph.source import Span
+
+#: (accesses, args) of one dispatch in one loop iteration, resolved and compiled (Expander.task_shape)
+_TaskShape = tuple[list[Any], list[Any]]
+
+
+class _Where:
+    """The `where` of a block's issues (`label[b=3]`), formatted only when an issue needs it."""
+
+    __slots__ = ("axes", "bidx", "label")
+
+    def __init__(self, label: str, axes: tuple[ir.IAxis, ...], bidx: tuple[int, ...]) -> None:
+        self.label, self.axes, self.bidx = label, axes, bidx
+
+    def __call__(self) -> str:
+        return self.label + index_label(self.axes, self.bidx)
 
 
 class Expander:
@@ -64,6 +81,10 @@ class Expander:
         self.nested_loops: dict[int, set[int]] = {lp.id: set() for lp in program.loops}
         self._find_sites(program.tree, ())
         self.reported: set[tuple[str, str, int, int]] = set()
+        #: work done, in the units of `pgraph.expand.work` (blocks, regions evaluated, dep tiles scanned)
+        self.work = 0
+        self.fast_dispatch: dict[str, bool] = {}
+        self.box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = {}
 
     def drop_unsubmitted_dummies(self) -> None:
         """Remove every dep-carrying dummy none of whose deps reached a task: the generated code
@@ -75,16 +96,19 @@ class Expander:
         for inst in g.instances:
             if inst.kind is not TaskKind.DUMMY or not self.p.dispatch(inst.dispatch).deps:
                 continue
-            if not any(u not in gone for u in g.graph.predecessors(inst.id)):
+            if not any(u not in gone for u in g.pred[inst.id]):
                 gone.add(inst.id)
         if not gone:
             return
         g.dropped = [(g.instances[i].dispatch, g.instances[i].label) for i in sorted(gone)]
-        g.graph.remove_nodes_from(gone)
         keep = [inst for inst in g.instances if inst.id not in gone]
         new_id = {inst.id: i for i, inst in enumerate(keep)}
         g.instances = [attrs.evolve(inst, id=new_id[inst.id]) for inst in keep]
-        g.graph = nx.relabel_nodes(g.graph, new_id)
+        g.succ = {new_id[u]: {new_id[v]: d for v, d in adj.items() if v in new_id}
+                  for u, adj in g.succ.items() if u in new_id}
+        g.pred = {new_id[v]: {new_id[u]: d for u, d in adj.items() if u in new_id}
+                  for v, adj in g.pred.items() if v in new_id}
+        g._nx = None
         g.by_key = {k: new_id[v] for k, v in g.by_key.items() if v in new_id}
         g.args = {new_id[k]: v for k, v in g.args.items() if k in new_id}
         g.blocks = {new_id[k]: v for k, v in g.blocks.items() if k in new_id}
@@ -188,7 +212,7 @@ class Expander:
         self.g.instances.append(Instance(node, f"alloc@scope{group}", TaskKind.ALLOC, values, (), w, sid, tasks,
                                          label, loops))
         self.g.alloc_info[node] = (sid, loops, tuple(tensors))
-        self.g.graph.add_node(node)
+        self.g.add_node(node)
         self.alloc_of[(sid, group, loops, values)] = node
 
     def site_loops(self, key: ir.AllocKey) -> tuple[int, ...]:
@@ -201,18 +225,22 @@ class Expander:
             return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
         env0 = self.env_for(d, iters)
+        shape = self.task_shape(d, iters_by_loop) if d.kind is not TaskKind.DUMMY else None
+        suffix = iters_label(self.p, d.loops, iters)
+        head = d.name + ("[" + ",".join(f"{a.var}={{}}" for a in d.task_axes) + "]" if d.task_axes else "")
+        task_vars = [a.var for a in d.task_axes]
         for index in (axis_values(d.task_axes) if only is None else [only]):
             node = len(self.g.instances)
             env = dict(env0)
-            env.update({a.var: v for a, v in zip(d.task_axes, index)})
-            label = d.name + index_label(d.task_axes, index) + iters_label(self.p, d.loops, iters)
+            for var, v in zip(task_vars, index):
+                env[var] = v
+            label = head.format(*index) + suffix  # = d.name + index_label(d.task_axes, index) + suffix
             inst = Instance(node, d.name, d.kind, iters, index, weight, d.scope, d.block_count, label, d.loops)
             self.g.instances.append(inst)
             self.g.by_key[(d.name, iters, index)] = node
-            self.g.graph.add_node(node)
-
-            if d.kind is not TaskKind.DUMMY:
-                self.g.args[node] = self.task_args(d, env, iters_by_loop, label)
+            self.g.add_node(node)
+            if shape is not None:
+                self.g.args[node] = self.task_args(d, env, label, shape)
 
     # ---- regions ----
     def buffer(self, name: str, iters_by_loop: dict[int, int]) -> tuple[str, BufferKey]:
@@ -242,26 +270,83 @@ class Expander:
         """An expression that fails to evaluate, once per source position (not per instance)."""
         self.issue(EvalIssue(e.span, where, e.message), ("eval", e.span))
 
-    def task_args(self, d: ir.Dispatch, env: dict[str, int], iters_by_loop: dict[int, int], label: str) -> list[ArgBox]:
-        """Per-block accesses (kept for the rules/executor) and task-level argument boxes."""
+    def task_shape(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> _TaskShape:
+        """What every task of `d` in one loop iteration evaluates: resolved buffers, compiled regions."""
+        fast = self.fast(d)
+        accesses = []
+        for acc in d.accesses:
+            tname, key = self.buffer(acc.region.tensor, iters_by_loop)
+            shape = self.p.tensors[tname].shape
+            items = [(it.var, range(it.lo, it.hi)) for it in acc.items]
+            accesses.append((acc.kind, acc.region, self.box_function(acc.region, shape, fast), shape, tname, key,
+                             acc.region.indirect is not None, items))
+        args = []
+        for i, arg in enumerate(d.args):
+            if arg.region is None:
+                continue
+            tname, key = self.buffer(arg.region.tensor, iters_by_loop)
+            shape = self.p.tensors[tname].shape
+            args.append((i, arg, self.box_function(arg.region, shape, fast), shape, tname, key))
+        return accesses, args
+
+    def fast(self, d: ir.Dispatch) -> bool:
+        """True when `d`'s index values are small enough for the compiled fast path (pgraph.expand.compiled)."""
+        fast = self.fast_dispatch.get(d.name)
+        if fast is None:
+            ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
+            ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
+            ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
+            fast = self.fast_dispatch[d.name] = safe_values(ranges)
+        return fast
+
+    def box_function(self, region: ir.RegionRef, shape: tuple[int, ...], fast: bool) -> BoxFn | None:
+        """The compiled box function of `region` on `shape` (None: the Evaluator only)."""
+        if not fast:
+            return None
+        k = (id(region), shape)
+        if k not in self.box_functions:
+            self.box_functions[k] = (region, region_function(region, shape))  # the region is kept alive
+        return self.box_functions[k][1]
+
+    def task_args(self, d: ir.Dispatch, env: dict[str, int], label: str, shape: _TaskShape) -> list[ArgBox]:
+        """Per-block accesses (kept for the rules/executor) and task-level argument boxes.
+
+        Within one block a region is evaluated once (a parameter's default accesses share the
+        argument's region); `env` gets the block and item variables in place.
+        """
+        accesses, args = shape
         blocks: list[BlockAccesses] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
-        # buffers depend on the loop iteration only, not on the block: resolve them once per task
-        acc_bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
-        arg_bufs = {i: self.buffer(arg.region.tensor, iters_by_loop)
-                    for i, arg in enumerate(d.args) if arg.region is not None}
-        for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
-            benv = dict(env)
-            benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
-            where = label + index_label(d.block_axes, bidx)
+        block_axes = d.block_axes
+        for bidx in axis_values(block_axes) if block_axes else [()]:
+            self.work += 1
+            for a, v in zip(block_axes, bidx):
+                env[a.var] = v
+            memo: dict[int, Box | None] = {}
+            where = _Where(label, block_axes, bidx)
             acc_out = empty_accesses()
-            for acc, resolved in zip(d.accesses, acc_bufs):
-                self.block_access(acc, benv, where, acc_out, resolved)
-            for i, arg in enumerate(d.args):
-                if arg.region is None:
+            for kind, region, fn, tshape, tname, key, indirect, items in accesses:
+                out = acc_out[kind]
+                if not items:
+                    self.work += 1
+                    rid = id(region)
+                    box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(region, fn, tshape, env, where))
+                    if box is not None:
+                        out.append(BlockAccess(tname, key, box, indirect))
                     continue
-                tname = arg_bufs[i][0]
-                box = self.region_box(arg.region, self.p.tensors[tname].shape, benv, where)
+                for values in itertools.product(*(r for _, r in items)):
+                    self.work += 1
+                    for (var, _), v in zip(items, values):
+                        env[var] = v
+                    box = self.eval_box(region, fn, tshape, env, where)
+                    if box is not None:
+                        out.append(BlockAccess(tname, key, box, indirect))
+                for var, _ in items:
+                    env.pop(var, None)
+            for i, arg, fn, tshape, _tname, _key in args:
+                self.work += 1
+                rid = id(arg.region)
+                box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(arg.region, fn, tshape, env, where))
                 if box is None:
                     continue
                 prev = bounds.get(i)
@@ -269,26 +354,21 @@ class Expander:
                     (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
             blocks.append(acc_out)
         self.g.blocks[len(self.g.instances) - 1] = blocks
-        out = []
-        for i, arg in enumerate(d.args):
-            if arg.region is None or i not in bounds:
-                continue
-            tname, key = arg_bufs[i]
-            out.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
-        return out
+        out_args = []
+        for i, arg, _fn, _tshape, tname, key in args:
+            if i in bounds:
+                out_args.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
+        return out_args
 
-    def block_access(self, acc: ir.Access, env: dict[str, int], where: str, out: BlockAccesses,
-                     resolved: tuple[str, BufferKey]) -> None:
-        """Append the boxes of one access clause (every item-loop value) of one block to `out`."""
-        tname, key = resolved
-        shape = self.p.tensors[tname].shape
-        indirect = acc.region.indirect is not None
-        for values in itertools.product(*(range(it.lo, it.hi) for it in acc.items)):
-            ienv = dict(env)
-            ienv.update({it.var: v for it, v in zip(acc.items, values)})
-            box = self.region_box(acc.region, shape, ienv, where)
-            if box is not None:
-                out[acc.kind].append(BlockAccess(tname, key, box, indirect))
+    def eval_box(self, region: ir.RegionRef, fn: BoxFn | None, shape: tuple[int, ...], env: dict[str, int],
+                 where: Callable[[], str]) -> Box | None:
+        """The box of `region` at `env`: the compiled fast path, else the Evaluator (recording issues)."""
+        if fn is not None:
+            try:
+                return fn(env)
+            except Exception:  # noqa: BLE001 - any failure: the Evaluator gives the exact answer or issue
+                pass
+        return self.region_box(region, shape, env, where())
 
     def check_last_iterations(self) -> None:
         """Window expansion skips the last iteration of a windowed loop: evaluate its regions too."""
@@ -307,16 +387,32 @@ class Expander:
                 if len(iters_by_loop) != len(d.loops):
                     continue
                 env = {self.loops[lid].axis.var: v for lid, v in iters_by_loop.items()}
-                bufs = [self.buffer(acc.region.tensor, iters_by_loop) for acc in d.accesses]
+                fast = self.fast(d)
+                checks = []
+                for acc in d.accesses:
+                    tname, _key = self.buffer(acc.region.tensor, iters_by_loop)
+                    shape = self.p.tensors[tname].shape
+                    checks.append((acc.region, self.box_function(acc.region, shape, fast), shape,
+                                   [(it.var, range(it.lo, it.hi)) for it in acc.items]))
                 for index in axis_values(d.task_axes):
-                    tenv = dict(env)
-                    tenv.update({a.var: v for a, v in zip(d.task_axes, index)})
+                    for a, v in zip(d.task_axes, index):
+                        env[a.var] = v
+
+                    def where(index: tuple[int, ...] = index, d: ir.Dispatch = d, tail: str = f"@{lp.axis.var}={last}"
+                              ) -> str:
+                        return d.name + index_label(d.task_axes, index) + tail
+
                     for bidx in axis_values(d.block_axes) if d.block_axes else [()]:
-                        benv = dict(tenv)
-                        benv.update({a.var: v for a, v in zip(d.block_axes, bidx)})
-                        where = d.name + index_label(d.task_axes, index) + f"@{lp.axis.var}={last}"
-                        for acc, resolved in zip(d.accesses, bufs):
-                            self.block_access(acc, benv, where, empty_accesses(), resolved)
+                        for a, v in zip(d.block_axes, bidx):
+                            env[a.var] = v
+                        for region, fn, shape, items in checks:
+                            for values in itertools.product(*(r for _, r in items)):
+                                self.work += 1
+                                for (var, _), v in zip(items, values):
+                                    env[var] = v
+                                self.eval_box(region, fn, shape, env, where)
+                            for var, _ in items:
+                                env.pop(var, None)
 
 
 def scope_loops(p: ir.Program) -> dict[int, tuple[int, ...]]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 
+from pgraph.expand.compiled import BoxFn, region_function, safe_values
 from pgraph.expr import free_vars
 from pgraph.ir import program as ir
-from pgraph.ir.instances import boxes_overlap
-from pgraph.ir.queries import Evaluator, Window, outlives_iteration, roots
+from pgraph.ir.instances import boxes_overlap, flat
+from pgraph.ir.queries import Box, Evaluator, Window, axis_values, outlives_iteration, roots
 from pgraph.kinds import AccessKind, CarryKind, Direction, ScopeMode
 
 #: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
@@ -139,16 +140,65 @@ def slabs_disjoint(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
             if free or budget < 0:
                 return False  # another loop's variable, or too many points: expand in full
             tensor = p.tensors[region.tensor]
+            fast = region_function(region, tensor.shape) if safe_values(
+                [(a.lo, a.hi) for a in axes] + [(loop.axis.lo, loop.axis.hi)]) else None
             for value in range(loop.axis.lo, loop.axis.hi):
-                box = ev.region_bbox(region, tensor.shape, axes, {var: value})
+                box = _bbox(ev, fast, region, tensor.shape, axes, var, value)
                 if box is None:
                     return False
                 boxes.setdefault(tensor.root, []).append((value, tensor.name, box))
-    for entries in boxes.values():
-        for i, (va, ta, ba) in enumerate(entries):
-            for vb, tb, bb in entries[i + 1:]:
-                if va != vb and boxes_overlap(ba, ta, bb, tb, p.tensors):
-                    return False
+    return all(_disjoint_across_iterations(entries, p) for entries in boxes.values())
+
+
+def _bbox(ev: Evaluator, fast: BoxFn | None, region: ir.RegionRef, shape: tuple[int, ...], axes: list[ir.IAxis],
+          var: str, value: int) -> Box | None:
+    """`Evaluator.region_bbox` of `region` at loop value `value`, through the compiled region
+    function when it answers at every point (else the Evaluator decides, None on any failure)."""
+    if fast is None:
+        return ev.region_bbox(region, shape, axes, {var: value})
+    env = {var: value}
+    lo: list[int] | None = None
+    hi: list[int] = []
+    try:
+        for values in axis_values(axes):
+            for a, v in zip(axes, values):
+                env[a.var] = v
+            box = fast(env)
+            if lo is None:
+                lo, hi = [b[0] for b in box], [b[1] for b in box]
+            else:
+                for i, (b0, b1) in enumerate(box):
+                    if b0 < lo[i]:
+                        lo[i] = b0
+                    if b1 > hi[i]:
+                        hi[i] = b1
+    except Exception:  # noqa: BLE001 - the Evaluator gives the exact answer
+        return ev.region_bbox(region, shape, axes, {var: value})
+    return tuple(zip(lo, hi)) if lo is not None else None
+
+
+def _disjoint_across_iterations(entries: list[tuple[int, str, Box]], p: ir.Program) -> bool:
+    """True when no two boxes of different iterations overlap (a sweep, not every pair: the
+    check must stay linear in the layer count). One tensor name: per dimension, swept in the
+    one with the most distinct intervals; views of one buffer: flat element intervals."""
+    names = {t for _, t, _ in entries}
+    live = [(v, t, b) for v, t, b in entries if not any(lo >= hi for lo, hi in b)]
+    if not live:
+        return True
+    if len(names) == 1 and live[0][2]:
+        rank = len(live[0][2])
+        dim = max(range(rank), key=lambda d: (len({b[d] for _, _, b in live}), -d))
+        keyed = [(b[dim][0], b[dim][1], v, t, b) for v, t, b in live]
+    else:
+        keyed = [(*flat(b, p.tensors[t].shape), v, t, b) for v, t, b in live]
+    keyed.sort(key=lambda e: (e[0], e[1]))
+    active: list[tuple[int, int, int, str, Box]] = []
+    for e in keyed:
+        active = [o for o in active if o[1] > e[0]]
+        for o in active:
+            if o[2] != e[2] and boxes_overlap(o[4], o[3], e[4], e[3], p.tensors):
+                return False
+        active.append(e)
     return True
 
 

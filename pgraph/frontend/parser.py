@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import sys
+import zlib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,18 +23,71 @@ from pgraph.source import SourceFile, Span, span_from_meta
 ACCESS_KINDS = {"reads": AccessKind.READ, "writes": AccessKind.WRITE, "atomic_add": AccessKind.ATOMIC}
 
 
+#: The LALR tables of grammar/pgl.lark saved by Lark (`Lark.save`), shipped beside the grammar
+#: so that a process loads them (~13 ms) instead of rebuilding them (~110 ms). The file starts
+#: with TABLES_MAGIC and the digest of the grammar it was built from; `python3 -m
+#: pgraph.frontend.parser` rewrites it, and tests/unit/test_scale.py checks that it matches.
+TABLES_FILE = "pgl.lalr"
+TABLES_MAGIC = b"pgraph-lalr-1 "
+
+
+def _grammar_file(name: str) -> Path | None:
+    """A file of the grammar folder: the source checkout's, else the installed package data."""
+    here = Path(__file__).resolve().parents[2] / "grammar" / name  # the source checkout
+    if here.is_file():
+        return here
+    data = resources.files("pgraph").joinpath(f"grammar/{name}")
+    return Path(str(data)) if data.is_file() else None
+
+
 def _grammar_text() -> str:
     """The grammar, from the installed package data or the source checkout."""
-    here = Path(__file__).resolve().parents[2] / "grammar" / "pgl.lark"  # the source checkout
-    if here.is_file():
-        return here.read_text(encoding="utf-8")
-    return resources.files("pgraph").joinpath("grammar/pgl.lark").read_text(encoding="utf-8")
+    path = _grammar_file("pgl.lark")
+    if path is None:
+        raise FileNotFoundError("grammar/pgl.lark is missing from the pgraph installation")
+    return path.read_text(encoding="utf-8")
+
+
+def grammar_digest(text: str) -> bytes:
+    """The CRC-32 and length (ASCII) that name the grammar a saved table was built from: enough to
+    notice a stale file (hashlib would cost its OpenSSL import at every start)."""
+    data = text.encode("utf-8")
+    return f"{zlib.crc32(data):08x}-{len(data)}".encode("ascii")
+
+
+def build_parser(text: str | None = None) -> lark.Lark:
+    """The LALR parser built from the grammar text (what the saved tables must equal)."""
+    return lark.Lark(text if text is not None else _grammar_text(), parser="lalr", propagate_positions=True,
+                     maybe_placeholders=False)
+
+
+def load_saved_parser(text: str) -> lark.Lark | None:
+    """The saved parser when its digest names `text`, else None (a stale or missing file)."""
+    path = _grammar_file(TABLES_FILE)
+    if path is None:
+        return None
+    with path.open("rb") as f:
+        head = f.readline()
+        if head != TABLES_MAGIC + grammar_digest(text) + b"\n":
+            return None
+        return lark.Lark.load(f)
+
+
+def save_parser(path: Path) -> None:
+    """Build the parser from the grammar and write its tables with their grammar digest to `path`."""
+    text = _grammar_text()
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as f:
+        f.write(TABLES_MAGIC + grammar_digest(text) + b"\n")
+        build_parser(text).save(f)
+    tmp.replace(path)
 
 
 @functools.cache
 def parser() -> lark.Lark:
-    """The one LALR parser (built once per process)."""
-    return lark.Lark(_grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    """The one LALR parser (loaded from the saved tables, or built once per process)."""
+    text = _grammar_text()
+    return load_saved_parser(text) or build_parser(text)
 
 
 class _ToAst(Transformer[Any, Any]):
@@ -511,3 +566,18 @@ def _too_deep(tree: lark.Tree[Any]) -> Any:
             return node.meta
         stack.extend((child, depth + 1) for child in node.children)
     return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m pgraph.frontend.parser`: rewrite grammar/pgl.lalr from grammar/pgl.lark."""
+    path = Path(__file__).resolve().parents[2] / "grammar" / TABLES_FILE
+    if not path.parent.is_dir():
+        print("run from a source checkout (grammar/ next to pgraph/)", file=sys.stderr)
+        return 2
+    save_parser(path)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,16 +11,18 @@ across views of one buffer (simpler's L1 test).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
-import networkx as nx
 
 from pgraph.ir import program as ir
 from pgraph.ir.queries import Box, BufferKey, axis_values
 from pgraph.kinds import DECLARED, AccessKind, Provenance, TaskKind
 from pgraph.source import Span
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Instance", "InstanceGraph", "axis_values"]
 
@@ -120,11 +122,19 @@ class DepIssue:
 Issue = RegionIssue | EvalIssue | DepIssue
 
 
+#: Data of one edge: {"prov": frozenset of Provenance, "entries": int, "span": Span | None}.
+EdgeData = dict[str, Any]
+
+
 class InstanceGraph:
     """Instances in submission order and the DiGraph of their edges.
 
     Edge data: `prov` (set of Provenance), `entries` (declared dep entries folded into the
-    edge) and `span` (the first dep that declared it).
+    edge) and `span` (the first dep that declared it). The edges live in `succ` and `pred`
+    (node -> neighbour -> edge data, networkx's own layout); `graph` is a networkx DiGraph
+    over those same dicts, made when first asked for, so that `pgraph check` and `plan` never
+    import networkx (about 0.2 s of start-up) while the backends and tests keep its API and
+    edits through it (`remove_edge`, `add_edge`) show in `succ`/`pred`.
     """
 
     def __init__(self, program: ir.Program, full: bool) -> None:
@@ -132,7 +142,9 @@ class InstanceGraph:
         self.full = full
         self.instances: list[Instance] = []
         self.by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int] = {}
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self.succ: dict[int, dict[int, EdgeData]] = {}
+        self.pred: dict[int, dict[int, EdgeData]] = {}
+        self._nx: nx.DiGraph | None = None
         self.args: dict[int, list[ArgBox]] = {}
         self.blocks: dict[int, list[BlockAccesses]] = {}
         self.loop_weights: dict[int, dict[int, int]] = {}
@@ -147,14 +159,50 @@ class InstanceGraph:
         #: (the generated code does not submit them: `if (deps_count > 0)`)
         self.dropped: list[tuple[str, str]] = []
 
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The edges as a networkx DiGraph sharing `succ`/`pred` (imports networkx on first use)."""
+        if self._nx is None:
+            import networkx as nx
+
+            g = nx.DiGraph()
+            g._node = {n: {} for n in self.succ}
+            g._adj = g._succ = self.succ
+            g._pred = self.pred
+            self._nx = g
+        return self._nx
+
+    def add_node(self, node: int) -> None:
+        """Add instance `node` (without edges)."""
+        self.succ[node] = {}
+        self.pred[node] = {}
+        if self._nx is not None:
+            self._nx._node[node] = {}
+
+    def edges(self) -> Iterator[tuple[int, int, EdgeData]]:
+        """Every edge (u, v, data), by producer and then consumer insertion order."""
+        for u, adj in self.succ.items():
+            for v, data in adj.items():
+                yield u, v, data
+
+    def number_of_edges(self) -> int:
+        """How many edges the graph has."""
+        return sum(len(adj) for adj in self.succ.values())
+
     def add_edge(self, src: int, dst: int, prov: Provenance, span: Span | None = None) -> None:
-        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates."""
+        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates.
+
+        Both ends must be instances already (`add_node`); `prov` is a shared frozenset per
+        combination of provenances.
+        """
         counted = 1 if prov in DECLARED else 0
-        data = self.graph.get_edge_data(src, dst)
+        data = self.succ[src].get(dst)
         if data is None:
-            self.graph.add_edge(src, dst, prov={prov}, entries=counted, span=span)
+            data = {"prov": _provenance_set(_NO_PROVENANCE, prov), "entries": counted, "span": span}
+            self.succ[src][dst] = data
+            self.pred[dst][src] = data
         else:
-            data["prov"].add(prov)
+            data["prov"] = _provenance_set(data["prov"], prov)
             data["entries"] += counted
             if data.get("span") is None:
                 data["span"] = span
@@ -174,6 +222,21 @@ class InstanceGraph:
             if lid not in inside:
                 w *= self.loop_weight(lid, it)
         return w
+
+
+_NO_PROVENANCE: frozenset[Provenance] = frozenset()
+_PROVENANCE_SETS: dict[tuple[frozenset[Provenance], Provenance], frozenset[Provenance]] = {}
+
+
+def _provenance_set(have: frozenset[Provenance], prov: Provenance) -> frozenset[Provenance]:
+    """`have | {prov}`, one shared object per distinct set (an edge holds one of a handful)."""
+    if prov in have and type(have) is frozenset:
+        return have
+    key = (frozenset(have), prov)
+    out = _PROVENANCE_SETS.get(key)
+    if out is None:
+        out = _PROVENANCE_SETS[key] = frozenset(have) | {prov}
+    return out
 
 
 def boxes_overlap(a: Sequence[tuple[int, int]], ta: str, b: Sequence[tuple[int, int]], tb: str,

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-import networkx as nx
 
 from pgraph.ir.instances import Instance
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
 from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
+from pgraph.plan.reach import Reach
 
 CORES_KEY = {Core.AIC: "aic", Core.AIV: "aiv", Core.MIX: "clusters"}
 
@@ -49,16 +49,17 @@ class CriticalPathPass(Pass):
     """Produces CriticalPath: the path, its length (cost units), per-layer increment, first broken link."""
 
     name = "critical-path"
-    requires = (EarlyStatus,)
+    requires = (EarlyStatus, Reach)
     produces = (CriticalPath,)
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
+        preds = plan.get(Reach).pred
         cost = {inst.id: task_cost(plan, inst)[1] for inst in g.instances}
         dist: dict[int, int] = {}
         best_pred: dict[int, int | None] = {}
-        for v in nx.topological_sort(g.graph):
-            pred = max(g.graph.predecessors(v), key=lambda u: (dist[u], -u), default=None)
+        for v in range(len(g.instances)):  # instance ids are a topological order (pgraph.plan.reach)
+            pred = max(preds[v], key=lambda u: (dist[u], -u), default=None)
             dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
             best_pred[v] = pred
         if not dist:
@@ -142,7 +143,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
     g = plan.graph
     n = len(g.instances)
     lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
-    preds = [list(g.graph.predecessors(v)) for v in range(n)]
+    preds = [list(g.pred[v]) for v in range(n)]
     dist = [0] * n
     best = 0
 

@@ -54,13 +54,9 @@ OPEN_POINT = ("the reference doc's wording 'flagged or already complete' is not 
 def producers(plan: Plan, node: int) -> list[int]:
     """Direct WAIT producers of `node` that are real tasks (alloc tasks excluded)."""
     g = plan.graph
-    out = []
-    for u in g.graph.predecessors(node):
-        if g.instances[u].kind is TaskKind.ALLOC:
-            continue
-        if g.graph.edges[u, node]["prov"] & WAIT:
-            out.append(u)
-    return sorted(out)
+    instances = g.instances
+    return sorted(u for u, data in g.pred[node].items()
+                  if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
 
 
 def flagged(plan: Plan, inst: Instance) -> bool:
@@ -97,10 +93,7 @@ class EarlyDispatchPass(Pass):
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
-        status: dict[int, tuple[EarlyState, list[int]]] = {}
-        for inst in g.instances:
-            if inst.kind is not TaskKind.ALLOC:
-                status[inst.id] = classify(plan, inst.id)
+        status = self.all_states(plan)
         plan.put(EarlyStatus(status))
         table: dict[str, dict[str, Any]] = {}
         for inst in g.instances:
@@ -122,6 +115,30 @@ class EarlyDispatchPass(Pass):
         plan.put(EarlyTable(rows, OPEN_POINT))
         self.blocked_notes(plan, status)
         self.idle_flags(plan, status)
+
+    @staticmethod
+    def all_states(plan: Plan) -> dict[int, tuple[EarlyState, list[int]]]:
+        """`classify` of every instance (alloc tasks excluded), with the flags looked up once per dispatch."""
+        g = plan.graph
+        instances = g.instances
+        early = {d.name: d.early for d in plan.program.dispatches}
+        unflagged = [inst.kind is TaskKind.DUMMY or (inst.kind is not TaskKind.ALLOC and not early[inst.dispatch])
+                     for inst in instances]
+        status: dict[int, tuple[EarlyState, list[int]]] = {}
+        for inst in instances:
+            if inst.kind is TaskKind.ALLOC:
+                continue
+            if inst.kind is TaskKind.DUMMY:
+                status[inst.id] = (EarlyState.DUMMY, [])
+                continue
+            prods = sorted(u for u, data in g.pred[inst.id].items()
+                           if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
+            if not prods:
+                status[inst.id] = (EarlyState.READY, [])
+                continue
+            blocking = [u for u in prods if unflagged[u]]
+            status[inst.id] = (EarlyState.INELIGIBLE, blocking) if blocking else (EarlyState.CANDIDATE, [])
+        return status
 
     def blocked_notes(self, plan: Plan, status: dict[int, tuple[EarlyState, list[int]]]) -> None:
         """PG105 per producer declaration (a tile set: all waves of `out_proj` are one producer)."""
@@ -155,9 +172,9 @@ class EarlyDispatchPass(Pass):
         p = plan.program
         consumers: dict[str, set[str]] = defaultdict(set)
         useful: set[str] = set()
-        for u, v in g.graph.edges():
+        for u, v, data in g.edges():
             iu, iv = g.instances[u], g.instances[v]
-            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or not (g.graph.edges[u, v]["prov"] & WAIT):
+            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or data["prov"].isdisjoint(WAIT):
                 continue
             consumers[iu.dispatch].add(iv.dispatch)
             if v in status and status[v][0] is EarlyState.CANDIDATE:
@@ -219,16 +236,35 @@ class DummyEffectPass(Pass):
 
     def empty_deps(self, plan: Plan, name: str, insts: list[Instance]) -> None:
         p, g = plan.program, plan.graph
-        d = p.dispatch(name)
         evicted: set[str] = set()
         consumers: set[str] = set()
+        status = plan.get(EarlyStatus).status
+        n_producers: dict[int, int] = {}
         for inst in insts:
-            for v in g.graph.successors(inst.id):
+            for v, data in g.succ[inst.id].items():
                 consumers.add(g.instances[v].dispatch)
-                state, _ = classify(plan, v, ignore=inst.id)
-                if state is EarlyState.CANDIDATE:
+                if self.candidate_without(plan, v, inst, bool(data["prov"] & WAIT), status, n_producers):
                     evicted.add(g.instances[v].dispatch)
         order = lambda n: p.dispatch(n).order  # noqa: E731
+        self.report_empty(plan, name, consumers, evicted, order)
+
+    @staticmethod
+    def candidate_without(plan: Plan, v: int, dummy: Instance, waits: bool,
+                          status: dict[int, tuple[EarlyState, list[int]]], n_producers: dict[int, int]) -> bool:
+        """`classify(plan, v, ignore=dummy.id)` is CANDIDATE, from v's EarlyStatus in O(1): the dummy
+        (never flagged) is one of v's blocking producers exactly when it is a WAIT producer of v."""
+        state, blocking = status.get(v, (EarlyState.DUMMY, []))
+        if state is EarlyState.DUMMY:
+            return False
+        if v not in n_producers:
+            n_producers[v] = len(producers(plan, v))
+        others = n_producers[v] - (1 if waits else 0)
+        return others > 0 and len(blocking) - (1 if waits else 0) == 0
+
+    @staticmethod
+    def report_empty(plan: Plan, name: str, consumers: set[str], evicted: set[str], order: Any) -> None:
+        """The PG104 note or warning of an empty-deps dummy, by what its consumers become."""
+        d = plan.program.dispatch(name)
         if not consumers:
             plan.bag.add("PG104", f"dummy '{name}' has no deps and nothing waits on it: it only costs a dispatch hop",
                          d.span, severity=Severity.WARNING,

@@ -36,7 +36,7 @@ class DuplicateDepsPass(Pass):
         g = plan.graph
         per_dispatch: dict[str, int] = defaultdict(int)
         spans: dict[str, object] = {}
-        for _u, v, data in g.graph.edges(data=True):
+        for _u, v, data in g.edges():
             extra = data["entries"] - 1
             inst = g.instances[v]
             if extra <= 0 or not (plan.in_layer(inst) or plan.layer_loop is None or not inst.iters):
@@ -59,8 +59,7 @@ class DuplicateDepsPass(Pass):
 
 
 def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
-    g = plan.graph.graph
-    return [(u, v) for u, v, data in g.edges(data=True) if data["prov"] & DECLARED]
+    return [(u, v) for u, v, data in plan.graph.edges() if data["prov"] & DECLARED]
 
 
 def _reported(plan: Plan, node: int) -> bool:
@@ -75,13 +74,16 @@ class RedundantEdgePass(Pass):
     produces = (RedundantEdges,)
 
     def run(self, plan: Plan) -> None:
-        anc = plan.get(Reach).anc
+        reach = plan.get(Reach)
         g = plan.graph
         groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+        implied: dict[int, set[int]] = {}
         for u, v in _explicit_edges(plan):
             if not _reported(plan, v):
                 continue
-            if any(w != u and (anc[w] >> u & 1) for w in g.graph.predecessors(v)):
+            if v not in implied:
+                implied[v] = reach.implied_predecessors(v)
+            if u in implied[v]:
                 groups[(g.instances[u].dispatch, g.instances[v].dispatch)].append((u, v))
         total = 0
         p = plan.program
@@ -89,7 +91,7 @@ class RedundantEdgePass(Pass):
             # one real edge per real consumer a window copy stands for (its predecessor's copy to it)
             total += sum(layer_share(plan, g.instances[v]) for _, v in pairs)
             u, v = pairs[0]
-            span = g.graph.edges[u, v].get("span")
+            span = g.succ[u][v].get("span")
             plan.bag.add("PG115", f"{len(pairs)} edge(s) {du} -> {dv} are implied by other paths "
                          f"(e.g. {g.instances[u].label} -> {g.instances[v].label})", span,
                          hint="harmless for ordering; dropping it saves a fanout entry and a dep-array slot")
@@ -113,19 +115,19 @@ class FunnelPass(Pass):
         for u, v in _explicit_edges(plan):
             out_edges[u].append(v)
         p = plan.program
-        anc = plan.get(Reach).anc
+        reach = plan.get(Reach)
         seen: set[tuple[str, str]] = set()
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
                 continue
             common: set[int] | None = None
             for v in consumers:
-                preds = {w for w in g.graph.predecessors(v) if w != u and g.instances[w].kind is not TaskKind.ALLOC}
+                preds = {w for w in g.pred[v] if w != u and g.instances[w].kind is not TaskKind.ALLOC}
                 common = preds if common is None else common & preds
                 if not common:
                     break
             for x in sorted(common or ()):
-                if x < u or anc[u] >> x & 1:
+                if x < u or reach.before(x, u):
                     continue  # only route forward: x is submitted after u and does not precede it
                 if p.dispatch(g.instances[x].dispatch).tileset == p.dispatch(g.instances[u].dispatch).tileset:
                     continue  # another task of the same declaration: a dep on itself is no fix

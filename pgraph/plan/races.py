@@ -10,17 +10,19 @@ Atomic-add writers of one accumulator need no order among themselves.
 
 from __future__ import annotations
 
+import array
 import bisect
 import itertools
 from collections import defaultdict
+from typing import NamedTuple
 
 import attrs
 
 from pgraph.diagnostics import Fix, Note
-from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
+from pgraph.ir.instances import BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
-from pgraph.kinds import AccessKind, Direction, ScopeMode, TaskKind
+from pgraph.kinds import AccessKind, Direction, InternalError, ScopeMode, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
 from pgraph.plan.fixes import add_dep, declare_taskids, fix
 from pgraph.plan.reach import Reach, ancestors
@@ -48,9 +50,31 @@ class Conflict:
 
 @attrs.frozen
 class Conflicts(Fact):
-    """Every conflicting instance pair; independent of the edges (so mutation tests reuse it)."""
+    """Every conflicting instance pair, ordered by buffer and pair; independent of the edges (so
+    mutation tests reuse it). Pair k is `first[k]` < `second[k]` on `buffers[buffer[k]]`; a
+    --full prefill has about 1.6 million, so they are kept as columns and `conflict(plan, k)`
+    describes one (the first conflicting accesses, in access order) when a race needs it."""
 
-    pairs: list[Conflict]
+    first: array.array
+    second: array.array
+    buffer: array.array
+    buffers: list[BufferKey]
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def conflict(self, plan: Plan, k: int) -> Conflict:
+        """The Conflict record of pair k."""
+        a, b, key = self.first[k], self.second[k], self.buffers[self.buffer[k]]
+        hit = _conflict(node_touches(plan, a, key), node_touches(plan, b, key), plan.program)
+        if hit is None:
+            raise InternalError(f"instances {a} and {b} were paired without a conflicting access")
+        (ka, ba, ta), (kb, bb, tb) = hit
+        return Conflict(a, b, ka, ba, ta, kb, bb, tb)
+
+    def records(self, plan: Plan) -> list[Conflict]:
+        """Every Conflict record (for tests and small graphs)."""
+        return [self.conflict(plan, k) for k in range(len(self))]
 
 
 @attrs.frozen
@@ -81,16 +105,55 @@ class Races(Fact):
 def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[Touch]]]:
     """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
     out: dict[BufferKey, dict[int, list[Touch]]] = defaultdict(lambda: defaultdict(list))
+    for key, touches in touches_by_buffer(plan).items():
+        for node, kind, box, tensor in touches:
+            out[key][node].append((kind, box, tensor))
+    return out
+
+
+#: (instance, kind, box, tensor name) of one touch of a buffer.
+NodeTouch = tuple[int, AccessKind, Box, str]
+
+
+def touches_by_buffer(plan: Plan) -> dict[BufferKey, list[NodeTouch]]:
+    """buffer -> every distinct touch of it, by instance in id order and then in access order."""
+    out: dict[BufferKey, list[NodeTouch]] = defaultdict(list)
     for node, blocks in plan.graph.blocks.items():
-        seen: set[Touch] = set()
+        if len(blocks) == 1:
+            seen_one: set[tuple[AccessKind, Box, str, BufferKey]] = set()
+            for kind, items in blocks[0].items():
+                for tensor, key, box, _indirect in items:
+                    if len(items) > 1 or len(seen_one):
+                        entry = (kind, box, tensor, key)
+                        if entry in seen_one:
+                            continue
+                        seen_one.add(entry)
+                    else:
+                        seen_one.add((kind, box, tensor, key))
+                    out[key].append((node, kind, box, tensor))
+            continue
+        seen: set[tuple[AccessKind, Box, str, BufferKey]] = set()
         for block in blocks:
             for kind, items in block.items():
-                acc: BlockAccess
-                for acc in items:
-                    entry = (kind, acc.box, acc.tensor)
+                for tensor, key, box, _indirect in items:
+                    entry = (kind, box, tensor, key)
                     if entry not in seen:
                         seen.add(entry)
-                        out[acc.buffer][node].append(entry)
+                        out[key].append((node, kind, box, tensor))
+    return out
+
+
+def node_touches(plan: Plan, node: int, buffer: BufferKey) -> list[Touch]:
+    """The touches of one instance on one buffer, in the order `accesses_by_buffer` lists them."""
+    out: list[Touch] = []
+    seen: set[Touch] = set()
+    for block in plan.graph.blocks.get(node, []):
+        for kind, items in block.items():
+            for tensor, key, box, _indirect in items:
+                entry = (kind, box, tensor)
+                if key == buffer and entry not in seen:
+                    seen.add(entry)
+                    out.append(entry)
     return out
 
 
@@ -106,29 +169,124 @@ def _conflict(a: list[Touch], b: list[Touch], p: Program) -> tuple[Touch, Touch]
     return None
 
 
+#: Kinds whose touches may conflict: a write with anything, an atomic add with a read
+#: (atomic adds of one accumulator form one class: they need no order among themselves).
+_PARTNERS = {
+    AccessKind.WRITE: (AccessKind.READ, AccessKind.WRITE, AccessKind.ATOMIC),
+    AccessKind.ATOMIC: (AccessKind.WRITE, AccessKind.READ),
+    AccessKind.READ: (AccessKind.WRITE, AccessKind.ATOMIC),
+}
+
+
+class _Item(NamedTuple):
+    lo: int          # the swept interval
+    hi: int
+    lo2: int         # a second interval that must overlap too (a second dimension, else the same)
+    hi2: int
+    node: int
+    kind: AccessKind
+    box: Box
+    tensor: str
+
+
+def _sweep_cost(ivs: list[tuple[int, int]]) -> int:
+    """About how many pairs of the intervals `ivs` overlap: what sweeping them would examine."""
+    los = sorted(lo for lo, _ in ivs)
+    return sum(bisect.bisect_left(los, hi) - bisect.bisect_left(los, lo) for lo, hi in ivs)
+
+
+def _sweep(items: list[_Item], pairs: set[tuple[int, int]], p: Program, cross_names: bool) -> None:
+    """Add to `pairs` every (a, b), a < b, of two instances with overlapping touches of kinds
+    that conflict, among `items` (their intervals: dimensions of one tensor, or flat offsets
+    across views). With `cross_names`, only touches of different tensor names are paired
+    (same-name pairs are swept per dimension). Active touches are kept per kind, so
+    read-read and atomic-atomic pairs are never formed."""
+    items.sort(key=lambda it: (it.lo, it.node))
+    active: dict[AccessKind, list[_Item]] = {AccessKind.READ: [], AccessKind.WRITE: [], AccessKind.ATOMIC: []}
+    for it in items:
+        lo, lo2, hi2, node = it.lo, it.lo2, it.hi2, it.node
+        for kind in _PARTNERS[it.kind]:
+            alive = [o for o in active[kind] if o.hi > lo]
+            active[kind] = alive
+            for o in alive:
+                if o.node == node or o.lo2 >= hi2 or lo2 >= o.hi2:
+                    continue
+                a, b = (o.node, node) if o.node < node else (node, o.node)
+                if (a, b) in pairs:
+                    continue
+                if cross_names:
+                    if o.tensor != it.tensor and overlap(o.box, o.tensor, it.box, it.tensor, p):
+                        pairs.add((a, b))
+                    continue
+                # one tensor, no empty side (filtered): the boxes overlap where every dimension does
+                for (x0, x1), (y0, y1) in zip(o.box, it.box):
+                    if x0 >= y1 or y0 >= x1:
+                        break
+                else:
+                    pairs.add((a, b))
+        active[it.kind].append(it)
+
+
+def conflicting_pairs(touches: list[NodeTouch], p: Program) -> set[tuple[int, int]]:
+    """Instance pairs (a < b) of one buffer with overlapping touches of conflicting kinds.
+
+    The same pairs as testing every writer against every other instance, found by sweeping
+    the touches' intervals: per tensor name in the dimension whose intervals overlap least,
+    filtered by the next best (a box overlaps only where every dimension does), and flat
+    element offsets between views of one buffer with different names (`instances.overlap`
+    compares those flat).
+    """
+    by_name: dict[str, list[NodeTouch]] = defaultdict(list)
+    for t in touches:
+        for lo, hi in t[2]:
+            if lo >= hi:
+                break  # an empty side touches nothing
+        else:
+            by_name[t[3]].append(t)
+    pairs: set[tuple[int, int]] = set()
+    for name, named in by_name.items():
+        rank = len(named[0][2])
+        if rank == 0:  # every touch covers the one element
+            items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, kind, box, _ in named]
+        else:
+            d1 = d2 = 0
+            if rank > 1:
+                dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[2][d] for t in named]), d))
+                d1, d2 = dims[0], dims[1]
+            items = [_Item(box[d1][0], box[d1][1], box[d2][0], box[d2][1], n, kind, box, name)
+                     for n, kind, box, _ in named]
+        _sweep(items, pairs, p, cross_names=False)
+    if len(by_name) > 1:
+        flat_items = []
+        for name, named in by_name.items():
+            shape = p.tensors[name].shape
+            for n, kind, box, _ in named:
+                lo, hi = flat(box, shape)
+                flat_items.append(_Item(lo, hi, lo, hi, n, kind, box, name))
+        _sweep(flat_items, pairs, p, cross_names=True)
+    return pairs
+
+
 def conflicts(plan: Plan) -> Conflicts:
     """Every conflicting instance pair (a < b): overlapping regions of one buffer, one writing.
 
-    Computed once per plan (a Conflicts fact): it does not depend on the edges.
+    Computed once per plan (a Conflicts fact): it does not depend on the edges. Ordered by
+    buffer, then pair.
     """
     if plan.has(Conflicts):
         return plan.get(Conflicts)
     p = plan.program
-    out = []
-    for _key, per_node in sorted(accesses_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
-        nodes = sorted(per_node)
-        # a pair conflicts only if one side writes: pair each writer with every other node (not
-        # all pairs; 10,000 readers of one buffer made 50 million read-read pairs)
-        writers = [n for n in nodes if any(kind is not AccessKind.READ for kind, _, _ in per_node[n])]
-        is_writer = set(writers)
-        pairs = sorted({(min(w, n), max(w, n)) for w in writers for n in nodes
-                        if n != w and (n not in is_writer or n > w)})
-        for a, b in pairs:
-            hit = _conflict(per_node[a], per_node[b], p)
-            if hit is not None:
-                (ka, ba, ta), (kb, bb, tb) = hit
-                out.append(Conflict(a, b, ka, ba, ta, kb, bb, tb))
-    fact = Conflicts(out)
+    first, second, buffer = array.array("q"), array.array("q"), array.array("q")
+    buffers: list[BufferKey] = []
+    for key, touches in sorted(touches_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
+        pairs = sorted(conflicting_pairs(touches, p))
+        if not pairs:
+            continue
+        buffers.append(key)
+        first.extend(a for a, _ in pairs)
+        second.extend(b for _, b in pairs)
+        buffer.extend(itertools.repeat(len(buffers) - 1, len(pairs)))
+    fact = Conflicts(first, second, buffer, buffers)
     plan.put(fact)
     return fact
 
@@ -141,10 +299,13 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     """
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
+    found = conflicts(plan)
+    ordered = reach.ordered_pairs(list(zip(found.first, found.second)))
     races = []
-    for c in conflicts(plan).pairs:
-        if reach.ordered(c.first, c.second):
+    for k, ok in enumerate(ordered):
+        if ok:
             continue
+        c = found.conflict(plan, k)
         ia, ib = plan.graph.instances[c.first], plan.graph.instances[c.second]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
         races.append(Race(c, boundary))

@@ -74,8 +74,13 @@ class _Model:
         the copies an instance stands for have the edge (see `_Fanout`)."""
         g = self.g
         fan: dict[int, _Fanout] = defaultdict(_Fanout)
+        if not g.windowed:  # every instance is one real task: one entry per out-edge
+            for u, adj in g.succ.items():
+                if adj and g.instances[u].kind is not TaskKind.ALLOC:
+                    fan[u].same = len(adj)
+            return fan
         lo = {lp.id: lp.axis.lo for lp in self.p.loops}
-        for u, v in g.graph.edges():
+        for u, v, _ in g.edges():
             iu, iv = g.instances[u], g.instances[v]
             if iu.kind is TaskKind.ALLOC:
                 continue

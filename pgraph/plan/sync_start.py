@@ -58,7 +58,7 @@ class SyncStartStarvedPass(Pass):
         p, g = plan.program, plan.graph
         target = p.target
         reported: set[str] = set()
-        anc = plan.get(Reach).anc
+        reach = plan.get(Reach)
         core_of = {}
         for inst in g.instances:
             if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
@@ -86,8 +86,8 @@ class SyncStartStarvedPass(Pass):
             if inst.blocks != units:
                 continue
             uses = USES[core]
-            beside = [u for u, c in core_of.items()
-                      if u != inst.id and USES[c] & uses and not (anc[inst.id] >> u & 1) and not (anc[u] >> inst.id & 1)]
+            related = reach.related(inst.id)
+            beside = [u for u, c in core_of.items() if u != inst.id and USES[c] & uses and u not in related]
             if not beside:
                 continue
             reported.add(inst.dispatch)

@@ -81,9 +81,10 @@ def test_100k_block_attention_grid_is_pg031(tmp_path: Path) -> None:
     code, diags = plan_json(spec)
     assert code == 1 and [d["code"] for d in diags] == ["PG031"]
     # the per-layer slab check of k_cache cannot afford 100,000 blocks x 40 layers, so the layer
-    # loop is expanded in full: 40 layers x (100,000 blocks x (1 + 19 args + 21 accesses) + 74 dep tiles)
-    work = 40 * (100_000 * (1 + 19 + 21) + 74)
-    assert f"'fa_fused' alone takes {work:,} (1 task(s) x 100,000 block(s) per iteration)" in str(diags[0]["message"])
+    # loop is expanded in full: 40 layers x (100,000 blocks x (1 + 17 tensor arguments + 21
+    # accesses) + 74 dep tiles); the 2 scalar arguments evaluate no region
+    assert 40 * (100_000 * (1 + 17 + 21) + 74) == 156_002_960
+    assert "'fa_fused' alone takes 156,002,960 (1 task(s) x 100,000 block(s) per iteration)" in str(diags[0]["message"])
 
 
 def test_guard_admits_the_real_program_fully_expanded() -> None:
@@ -108,8 +109,10 @@ def test_window_work_of_fa_fused_by_hand() -> None:
     assert len(d.args) == 18 and len(d.accesses) == 22
     # deps: q_proj (50 tiles), k_proj and v_proj (10 each), rms_recip, pa_tiling, attn_out_seed,
     # mlp_out_seed (`at`: 1 tile each) = 74 tiles scanned per task
-    # one task per layer, 24 blocks, 3 layers expanded (L=0, L=1 for the other 39, L=39's bounds)
-    assert dispatch_work(program, make_window(program, False), d) == 3 * (24 * (1 + 18 + 22) + 74) == 3174
+    # one task per layer, 24 blocks, 2 layers expanded (L=0, L=1 for the other 39): per block its
+    # environment, 17 tensor-argument regions (the 2 scalars evaluate none) and 21 accesses, plus the
+    # 74 tiles its deps select; then L=39's bounds check evaluates the 21 accesses of each block
+    assert dispatch_work(program, make_window(program, False), d) == 2 * (24 * (1 + 17 + 21) + 74) + 24 * 21 == 2524
 
 
 # ---- SpmdOverlapPass.first_clash: quadratic on large grids ---------------------------------
