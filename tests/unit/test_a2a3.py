@@ -494,9 +494,9 @@ def test_cli_build_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_cli_build_refuses_a_plan_with_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "bad.pgl"
-    spec.write_text(HEAD_SPEC.read_text().replace('include "qwen3_14b.pgl"', f'include "{SPECS_DIR}/qwen3_14b.pgl"')
-                    .replace('include "decode_common.pgl"', f'include "{SPECS_DIR}/decode_common.pgl"')
-                    .replace("deps(silu[k])", "deps(silu[k + 1])"))  # selects silu tile 17 of 0..17
+    for name in ("qwen3_14b.pgl", "decode_common.pgl"):  # beside the spec: inside its project root
+        (tmp_path / name).write_text((SPECS_DIR / name).read_text())
+    spec.write_text(HEAD_SPEC.read_text().replace("deps(silu[k])", "deps(silu[k + 1])"))  # silu tile 17 of 0..17
     out = tmp_path / "out"
     assert main(["build", str(spec), "--target", "a2a3", "-o", str(out)]) == 1
     assert not out.exists()

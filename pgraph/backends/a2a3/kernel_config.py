@@ -16,6 +16,7 @@ across working directories).
 
 from __future__ import annotations
 
+from pgraph.backends.escape import py_comment, py_str
 from pgraph.ir import program as ir
 
 from .dtypes import DTYPES
@@ -94,7 +95,7 @@ def py_literal(value: object, indent: int = 0) -> str:
         rows = [f"{inner}{py_literal(v, indent + 1)}," for v in value]
         return "[\n" + "\n".join(rows) + f"\n{pad}]"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return py_str(value)
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return repr(value)
     raise TypeError(f"cannot render {type(value).__name__}")
@@ -114,7 +115,7 @@ def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], o
             "signature": signature(k),
         })
         unverified.update(DTYPES[p.dtype].spelling for p in k.params if not DTYPES[p.dtype].verified)
-    lines = [f"# {h}" if h else "#" for h in header]
+    lines = [f"# {py_comment(h)}" if h else "#" for h in header]
     if unverified:
         lines.append(f"# Unverified DataType spellings used in signatures: {', '.join(sorted(unverified))}.")
     lines += [
