@@ -488,7 +488,7 @@ def test_cli_build_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = tmp_path / "a2a3"
     assert main(["build", str(HEAD_SPEC), "--target", "a2a3", "-o", str(out), "--layers", "2"]) == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        "kernel_config.py", "orchestration/decode_fwd_layers.cpp"]
+        ".pgraph-build", "kernel_config.py", "orchestration/decode_fwd_layers.cpp"]  # + the build marker
     assert "Overrides: --layers 2" in (out / "orchestration/decode_fwd_layers.cpp").read_text()
 
 
@@ -544,7 +544,7 @@ def test_output_is_byte_identical_across_runs_dirs_and_hash_seeds(tmp_path: Path
     for i, (cwd, spec, seed) in enumerate([(ROOT, "specs/decode_layer.pgl", "0"),
                                            (tmp_path, str(HEAD_SPEC), "12345")]):
         out = tmp_path / f"out{i}"
-        env = {**os.environ, "PYTHONHASHSEED": seed}
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}  # this checkout's pgraph from any cwd
         run = subprocess.run([sys.executable, "-m", "pgraph", "build", spec, "--target", "a2a3", "-o", str(out)],
                              cwd=cwd, env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
