@@ -11,6 +11,7 @@ and (c) keeps the original recoverable (escapes are unambiguous). Nothing needs 
   a trailing backslash would splice the next line into it (C++ phase 2), so every backslash
   and every non-printable character becomes `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`, and `??`
   becomes `?\\x3f` (no trigraph `??/`).
+- `comment_text`: the common part, and all a TOML `#` comment needs (the sim calibration file).
 - `py_comment`: the text of a Python `#` comment: as `c_comment`, and `coding:`/`coding=` is
   spelt `coding\\x3a`/`coding\\x3d`, because a comment on line 1 or 2 that matches PEP 263
   would choose the file's encoding (`coding: utf-7` decodes `+AAo-` as a newline).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["c_comment", "c_string", "dot_string", "dot_tooltip", "py_comment", "py_str"]
+__all__ = ["c_comment", "c_string", "comment_text", "dot_string", "dot_tooltip", "py_comment", "py_str"]
 
 
 def _code_point(ch: str) -> str:
@@ -46,10 +47,16 @@ def _printable(ch: str) -> bool:
     return ch.isprintable()
 
 
+def comment_text(text: str) -> str:
+    """`text` with every backslash and every non-printable character written as an escape: the
+    body of a one-line comment in any language (the base of `c_comment`, `py_comment`, and of a
+    TOML `#` comment, where control characters other than tab are not even allowed)."""
+    return "".join(ch if _printable(ch) and ch != "\\" else _code_point(ch) for ch in text)
+
+
 def c_comment(text: str) -> str:
     """`text` made safe as the body of a `//` comment (see the module docstring)."""
-    out = "".join(ch if _printable(ch) and ch != "\\" else _code_point(ch) for ch in text)
-    return out.replace("??", "?\\x3f")
+    return comment_text(text).replace("??", "?\\x3f")
 
 
 _CODING = re.compile(r"coding([:=])")

@@ -251,3 +251,18 @@ def test_dot_label_and_tooltip_render_the_text() -> None:
         assert tip.replace("\xa0", " ") == want and label.replace("\xa0", " ") == want, (i, cases[i], tip, label)
         seen += 1
     assert seen == len(cases)
+
+
+def test_calibration_toml_comment_cannot_add_keys() -> None:
+    """`pgraph sim --calibrate RECORDS DEPS` names both files in a TOML comment: a file named
+    `r.json<newline>[kernels]<newline>evil = { us = 0.0 }` added a kernel cost to the calibration."""
+    import tomllib
+
+    from pgraph.backends.sim.calibrate import render_calibration
+
+    fitted = {"k": {"us": 1.5, "rows": 3, "min": 1.0, "max": 2.0, "func_ids": [0]}}
+    name = "r.json\n[kernels]\nevil = { us = 0.0 }\n#\x00\t"
+    text = render_calibration(fitted, name, "d.json")
+    doc = tomllib.loads(text)  # a TOML comment may hold no control character but tab: this must parse
+    assert list(doc) == ["kernels"] and list(doc["kernels"]) == ["k"]
+    assert "r.json\\x0a[kernels]\\x0aevil" in text.splitlines()[0]
