@@ -55,7 +55,9 @@ def write_atomic(path: Path, text: str) -> None:
     in place, never replaced by a rename. OSError propagates (the CLI turns it into exit 2).
     """
     if path.is_symlink():
-        path = path.resolve()  # update the file the link names; keep the link
+        path = Path(os.path.realpath(path))  # update the file the link names; keep the link
+        if path.is_symlink():  # realpath stops at a symlink loop (Path.resolve raised RuntimeError)
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
     if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the node itself

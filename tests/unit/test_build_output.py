@@ -304,3 +304,14 @@ def test_write_tree_refuses_paths_outside_the_tree(tmp_path: Path) -> None:
 def test_plan_to_dev_null_still_works(spec: Path) -> None:
     assert cli("plan", str(spec), "-o", "/dev/null")[0] == 0
     assert Path("/dev/null").is_char_device()
+
+
+def test_output_through_a_symlink_loop_is_a_usage_error(tmp_path: Path, spec: Path) -> None:
+    """`plan -o LOOP`: Path.resolve() raised RuntimeError, an internal error (exit 3)."""
+    loop = tmp_path / "loop"
+    loop.symlink_to("loop")
+    code, err = cli("plan", str(spec), "-o", str(loop))
+    assert code == 2 and "cannot write" in err and "symbolic links" in err
+    code, err = build(spec, loop)
+    assert code == 2 and "symbolic links" in err
+    assert loop.is_symlink() and os.readlink(loop) == "loop"
