@@ -49,6 +49,10 @@ DEFAULT_MUTANTS = 300
 LONG_MUTANTS = int(os.environ.get("PGRAPH_MUTANTS", "10000"))
 SEED_BASE = int(os.environ.get("PGRAPH_MUTATION_SEED", "0"))
 EXAMPLE_TIMEOUT_S = 60
+#: Issue 10: no accepted input should need more than about 2 GiB; a mutant over this is recorded.
+MEMORY_NOTE_BYTES = 2 * 2**30
+#: The long run's address-space cap (RLIMIT_AS): past it a mutant fails with MemoryError.
+MEMORY_CAP_BYTES = 6 * 2**30
 RELIABILITY = ROOT / "docs" / "reliability.md"
 BEGIN, END = "<!-- mutation-fuzz:begin -->", "<!-- mutation-fuzz:end -->"
 
@@ -251,6 +255,56 @@ def make_mutant(seed: int) -> Mutant:
 
 # ---- running ------------------------------------------------------------------------------------------------
 
+class RssSampler:
+    """The peak resident set size of this process between `reset()` and `peak()`, sampled from
+    /proc/self/statm every 20 ms by a daemon thread (0 where /proc is missing)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._max = 0
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _rss(self) -> int:
+        try:
+            with open("/proc/self/statm", encoding="ascii") as fh:
+                return int(fh.read().split()[1]) * self._page
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._max = max(self._max, self._rss())
+
+    def reset(self) -> None:
+        self._max = self._rss()
+
+    def peak(self) -> int:
+        return max(self._max, self._rss())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@contextlib.contextmanager
+def address_space_cap(limit: int) -> Iterator[None]:
+    """RLIMIT_AS lowered to `limit` bytes for the block, so that a mutant that would take the
+    shared machine's memory gets a MemoryError instead (a resource finding, not a pass)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    new = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (new, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 class Hang(BaseException):
     """A mutant ran past EXAMPLE_TIMEOUT_S (a BaseException, so no `except Exception` in pgraph hides it)."""
 
@@ -286,6 +340,8 @@ class Outcome:
     build: int | None = None
     codes: frozenset[str] = frozenset()
     problems: list[str] = attrs.field(factory=list)
+    peak_rss: int = 0
+    memory: str = ""  # a resource finding (peak RSS over MEMORY_NOTE_BYTES, or MemoryError under the cap)
 
 
 @contextlib.contextmanager
@@ -314,9 +370,15 @@ def run_mutant(root: Path, m: Mutant) -> Outcome:
             except Hang as hang:
                 outcome.problems.append(f"{cmd}: {hang}")
                 return outcome
+            except MemoryError:  # raised outside pgraph's guard (the harness's own buffers)
+                outcome.memory = f"{cmd}: MemoryError under the {MEMORY_CAP_BYTES // 2**30} GiB address-space cap"
+                return outcome
             setattr(outcome, cmd, code)
             if cmd == "check":
                 outcome.codes = frozenset(DIAG_CODE.findall(err))
+            if code == 3 and "internal error: MemoryError" in err:
+                outcome.memory = f"{cmd}: MemoryError under the {MEMORY_CAP_BYTES // 2**30} GiB address-space cap"
+                return outcome
             if code not in (0, 1, 2):
                 outcome.problems.append(f"{cmd}: exit {code}: {err.strip()[-1500:]}")
             if "Traceback" in err:
@@ -372,15 +434,27 @@ def test_unmutated_corpus_passes() -> None:
             assert (outcome.check, outcome.plan, outcome.build, outcome.problems) == (0, 0, 0, []), spec
 
 
-def _fuzz(seeds: range) -> tuple[list[tuple[Mutant, Outcome]], list[tuple[Mutant, Outcome]]]:
+def _fuzz(seeds: range, progress: int = 0) -> tuple[list[tuple[Mutant, Outcome]], list[tuple[Mutant, Outcome]]]:
+    """Run the mutants of `seeds`: (every result, the failing ones). Each result carries the peak
+    RSS of its run; one over MEMORY_NOTE_BYTES is a resource finding (`Outcome.memory`)."""
     results, failures = [], []
-    with project() as root:
-        for seed in seeds:
-            m = make_mutant(seed)
-            outcome = run_mutant(root, m)
-            results.append((m, outcome))
-            if outcome.problems:
-                failures.append((m, outcome))
+    sampler = RssSampler()
+    try:
+        with project() as root:
+            for seed in seeds:
+                m = make_mutant(seed)
+                sampler.reset()
+                outcome = run_mutant(root, m)
+                outcome.peak_rss = sampler.peak()
+                if not outcome.memory and outcome.peak_rss > MEMORY_NOTE_BYTES:
+                    outcome.memory = f"peak RSS {outcome.peak_rss / 2**30:.1f} GiB"
+                results.append((m, outcome))
+                if outcome.problems:
+                    failures.append((m, outcome))
+                if progress and len(results) % progress == 0:
+                    print(f"mutation fuzz: {len(results):,} mutants, {len(failures)} failing", flush=True)
+    finally:
+        sampler.close()
     return results, failures
 
 
@@ -397,6 +471,7 @@ def render_counts(results: list[tuple[Mutant, Outcome]], seeds: range) -> str:
     by_cat: dict[str, Counter[str]] = {c: Counter() for c in CATEGORIES}
     codes: Counter[str] = Counter()
     totals: Counter[str] = Counter()
+    heavy = [(m, o) for m, o in results if o.memory]
     for m, o in results:
         row = by_cat[m.category]
         for c in (row, totals):
@@ -408,12 +483,13 @@ def render_counts(results: list[tuple[Mutant, Outcome]], seeds: range) -> str:
                 c[f"build {o.build}"] += 1
             c["internal"] += sum(1 for p in o.problems if "exit 3" in p)
             c["problems"] += bool(o.problems)
+            c["memory"] += bool(o.memory)
         codes.update(o.codes)
     files = Counter(_folder(m.spec) for m, _ in results)
     cols = ("mutants", "check 0", "check 1", "check 2", "plan 0", "build 0", "build 1", "build 2", "internal",
-            "problems")
+            "problems", "memory")
     head = ["category", "mutants", "check: exit 0", "exit 1", "exit 2", "plan: exit 0", "build: exit 0", "exit 1",
-            "exit 2", "internal errors (exit 3)", "other failures"]
+            "exit 2", "internal errors (exit 3)", "other failures", f"over {MEMORY_NOTE_BYTES // 2**30} GiB"]
     lines = [
         BEGIN,
         "## Mutation fuzz (`tests/property/test_mutation_fuzz.py`)",
@@ -445,6 +521,13 @@ def render_counts(results: list[tuple[Mutant, Outcome]], seeds: range) -> str:
         "",
         f"Internal errors: {totals['internal']}. Other failures (tracebacks, hangs past {EXAMPLE_TIMEOUT_S} s,"
         f" `plan` disagreeing with `check`): {totals['problems'] - totals['internal']}.",
+        "",
+        f"Resources: the run is capped at {MEMORY_CAP_BYTES // 2**30} GiB of address space (RLIMIT_AS), and the"
+        f" peak RSS of every mutant is sampled; {totals['memory']} mutant(s) went over"
+        f" {MEMORY_NOTE_BYTES // 2**30} GiB (issue 10: no accepted input should need more than about 2 GiB;"
+        " the work guard is tracked there)" + (":" if heavy else "."),
+        *(f"- seed {m.seed} [{m.category}] {m.file} (run on {m.spec}): {o.memory}; " + "; ".join(m.edits)
+          for m, o in heavy[:20]),
         "",
         "Pending: `pgraph run --config small` on the mutants that pass `check` (issue 10's acceptance) is not"
         " fuzzed yet: the NumPy backend is being reworked on another branch.",
@@ -482,10 +565,16 @@ def test_mutants_never_crash_long(request: pytest.FixtureRequest) -> None:
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("opt-in: python3 -m pytest -m slow tests/property/test_mutation_fuzz.py")
     seeds = range(SEED_BASE + DEFAULT_MUTANTS, SEED_BASE + DEFAULT_MUTANTS + LONG_MUTANTS)
-    results, failures = _fuzz(seeds)
+    with address_space_cap(MEMORY_CAP_BYTES):
+        results, failures = _fuzz(seeds, progress=500)  # progress lines show with -s
     write_section(render_counts(results, seeds))
+    folder = Path(os.environ.get("PGRAPH_FUZZ_REPROS") or tempfile.mkdtemp(prefix="pgraph-fuzz-repros-"))
+    heavy = [(m, o) for m, o in results if o.memory]
+    for m, o in heavy:  # resource findings: recorded and saved, for the work guard (not a crash of pgraph)
+        save_repro(folder / "memory", m, attrs.evolve(o, problems=[o.memory]))
+    if heavy:
+        print(f"{len(heavy)} mutant(s) over {MEMORY_NOTE_BYTES // 2**30} GiB, saved under {folder / 'memory'}")
     if failures:
-        folder = Path(os.environ.get("PGRAPH_FUZZ_REPROS") or tempfile.mkdtemp(prefix="pgraph-fuzz-repros-"))
         saved = [save_repro(folder, m, o) for m, o in failures]
         shutil.copy(RELIABILITY, folder / "reliability.md")
         pytest.fail(f"{len(failures)} failing mutant(s), saved under {folder}:\n" + "\n".join(
