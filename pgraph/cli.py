@@ -29,6 +29,19 @@ def _write_or_usage_error(write: Callable[[], None], where: str) -> None:
         raise UsageError(f"cannot write {where}: {err.strerror or err}") from None
 
 
+ALLOW_OUTSIDE_HELP = ("read includes and the --config file even when they lie outside the spec's project root "
+                      "(the nearest folder above the spec with .git, pyproject.toml or pgraph.toml, else the "
+                      "spec's folder)")
+
+
+def _allow_outside(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """`--allow-include-outside`, accepted before the subcommand and after it.
+
+    The subcommand's copy has no default (SUPPRESS), so it never resets the top-level one."""
+    p.add_argument("--allow-include-outside", dest="allow_include_outside", action="store_true",
+                   default=False if top else argparse.SUPPRESS, help=ALLOW_OUTSIDE_HELP)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", help="the .pgl file")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
@@ -36,6 +49,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="NAME|FILE.pgl",
                    help="constant overrides from a .pgl file of `const` lines (a bare name is <spec dir>/configs/NAME.pgl)")
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    _allow_outside(p)
     p.add_argument("--full", action="store_true",
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
@@ -51,6 +65,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(prog="pgraph", description="Plan and check .pgl task graphs.")
     ap.add_argument("--version", action="version", version=f"pgraph {__version__}")
+    _allow_outside(ap, top=True)
     sub = ap.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
     _common(check)
@@ -68,6 +83,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="override a constant before folding (repeatable)")
     run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
     run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    _allow_outside(run)
     run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
     run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
     run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
@@ -89,6 +105,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="override a constant before folding (repeatable)")
     sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
     sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    _allow_outside(sim)
     if command in (None, "sim"):
         from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
@@ -100,7 +117,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _options(args: argparse.Namespace, full: bool | None = None) -> Options:
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
-                   full=getattr(args, "full", False) if full is None else full)
+                   full=getattr(args, "full", False) if full is None else full,
+                   allow_include_outside=bool(getattr(args, "allow_include_outside", False)))
 
 
 def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:

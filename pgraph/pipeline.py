@@ -23,7 +23,7 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
 from pgraph.frontend.forms import check_forms
-from pgraph.frontend.loader import Loaded, UsageError, load_program_files, read_spec
+from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, read_spec
 from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
 from pgraph.ir.instances import InstanceGraph
@@ -127,13 +127,16 @@ check_order((*EXPANSION_CHECKS, *PASSES))
 
 @attrs.frozen
 class Options:
-    """Compile options: constant overrides, a config file, a layer count, full expansion, verification."""
+    """Compile options: constant overrides, a config file, a layer count, full expansion, verification,
+    and whether includes and the config file may lie outside the spec's project root
+    (`--allow-include-outside`; pgraph.frontend.loader.project_root)."""
 
     defines: tuple[tuple[str, int], ...] = ()
     config: str | None = None
     layers: int | None = None
     full: bool = False
     verify: bool = attrs.field(factory=lambda: os.environ.get("PGRAPH_VERIFY", "") not in ("", "0"))
+    allow_include_outside: bool = False
 
 
 @attrs.frozen
@@ -149,8 +152,10 @@ class Stopped:
 def load(path: str | Path, opts: Options, bag: DiagnosticBag) -> tuple[Loaded | None, list[Override]]:
     """Read and parse the spec and its includes, and the overrides of `opts` (UsageError for a bad file)."""
     root = read_spec(path)
-    overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag)
-    loaded = load_program_files(root, bag)
+    project = project_root(path)
+    overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag, project,
+                                  opts.allow_include_outside)
+    loaded = load_program_files(root, bag, project, opts.allow_include_outside)
     if loaded is None or bag.has_errors:
         return None, overrides
     bag.note_hooks.append(loaded.chain_notes)  # every later diagnostic in an included file names the chain

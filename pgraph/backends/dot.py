@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 import graphviz
 
+from pgraph.backends.escape import dot_tooltip
 from pgraph.backends.target import BuildInfo
 from pgraph.ir.instances import Instance
 from pgraph.ir.program import Dispatch, Program
@@ -192,7 +193,7 @@ def _node_attrs(p: Program, d: Dispatch) -> dict[str, str]:
         "shape": KIND_SHAPE.get(d.kind, "box"),
         "style": "rounded,filled" if d.kind is TaskKind.AT else "filled",
         "fillcolor": _phase_fill(p, d.phase),
-        "tooltip": f"{d.name} ({d.phase or 'no phase'}) {Path(d.span.filename).name}:{d.span.line}",
+        "tooltip": graphviz.nohtml(dot_tooltip(f"{d.name} ({d.phase or 'no phase'}) {Path(d.span.filename).name}:{d.span.line}")),
     }
     if d.kind is TaskKind.DUMMY:
         attrs_.update({"fontsize": "9", "margin": "0.02", "width": "0.3", "height": "0.3"})

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from pgraph.backends.sim.analysis import summarize
 from pgraph.backends.sim.config import ConfigError, SimConfig, load_config
 from pgraph.backends.sim.cost import load_calibration
@@ -26,7 +28,7 @@ from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 
 def load_graph(path: str | Path, opts: Options) -> tuple[SimGraph | None, DiagnosticBag]:
     """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors."""
-    plan, bag = plan_program(path, Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True))
+    plan, bag = plan_program(path, attrs.evolve(opts, full=True))
     if plan is None or bag.has_errors:
         return None, bag
     return graph_from_plan(plan, str(path)), bag
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
     if args.vs or args.vs_defines or args.vs_sets:
         spec_b = args.vs or args.spec
         extra = tuple(parse_define(d) for d in args.vs_defines)
-        opts_b = Options(defines=opts.defines + extra, config=opts.config, layers=opts.layers)
+        opts_b = attrs.evolve(opts, defines=opts.defines + extra, full=False)
         try:
             cfg_b = cfg.with_overrides(tuple(args.vs_sets))
         except ConfigError as err:

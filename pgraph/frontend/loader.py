@@ -1,8 +1,16 @@
-"""Read a .pgl file and its includes (relative paths, cycle detection) into one item list."""
+"""Read a .pgl file and its includes (relative paths, cycle detection) into one item list.
+
+Every file pgraph reads besides the spec named on the command line (an `include`, a `--config`
+file) must lie inside the spec's *project root* unless `--allow-include-outside` is given
+(`project_root`); paths are compared after symlinks are resolved. Only regular files are read:
+a FIFO, a device or a socket is refused after an `os.stat`, before anything opens it.
+"""
 
 from __future__ import annotations
 
 import errno
+import os
+import stat
 from pathlib import Path
 
 import attrs
@@ -16,6 +24,8 @@ from pgraph.source import SourceFile, Span
 MAX_INCLUDE_DEPTH = 100
 #: Largest .pgl file read (the HEAD spec and its includes are about 40 KB together).
 MAX_SOURCE_BYTES = 16 * 2**20
+#: A folder holding one of these names is a project root (`project_root`).
+PROJECT_MARKERS = (".git", "pyproject.toml", "pgraph.toml")
 
 
 class UsageError(Exception):
@@ -41,19 +51,70 @@ class Loaded:
 def display_name(path: Path) -> str:
     """The path as shown in diagnostics and headers: relative to the cwd when below it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(real_path(path).relative_to(real_path(Path.cwd())))
     except ValueError:
         return str(path)
+
+
+def project_root(spec: str | Path) -> Path:
+    """The project root of the spec named on the command line (a resolved, absolute folder).
+
+    The nearest folder, starting at the spec's own folder (as named, made absolute) and going
+    up, that contains `.git`, `pyproject.toml` or `pgraph.toml`; when none does, the spec's
+    folder. The result has its symlinks resolved, as every path compared with it has.
+    """
+    folder = Path(os.path.abspath(spec)).parent
+    for candidate in (folder, *folder.parents):
+        if any(os.path.lexists(candidate / marker) for marker in PROJECT_MARKERS):
+            return Path(os.path.realpath(candidate))
+    return Path(os.path.realpath(folder))
+
+
+def real_path(path: Path) -> Path:
+    """`path` absolute with every symlink resolved; a symlink loop is left in place, and the
+    `os.stat` of `check_regular` then reports it (ELOOP) instead of the RuntimeError of
+    `Path.resolve`."""
+    return Path(os.path.realpath(path))
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """True when the resolved `path` is `root` or below it (both from `real_path`/`project_root`)."""
+    return path == root or path.is_relative_to(root)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path: Path) -> None:
+    """OSError unless `path` is a regular file (`os.stat`, so nothing is opened): ENOENT for a
+    missing file, ELOOP for a symlink loop, EISDIR for a folder, EINVAL ("is a FIFO", "is a
+    character device", ...) for a special file, which an open could block on or disturb."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a regular file")
 
 
 def read_source(path: Path, display: str | None = None) -> SourceFile:
     """Read `path` as UTF-8 into a SourceFile (OSError propagates to the caller).
 
+    Only a regular file is read (`check_regular` before the open; the open itself does not
+    block, and the opened file is checked again, so a FIFO swapped in between is refused too).
     A leading byte-order mark is dropped and line ends become '\n' (as `read_text` does). At
-    most MAX_SOURCE_BYTES are read, so `/dev/zero` or a runaway generated file is an OSError
-    (EFBIG) instead of a read that never ends.
+    most MAX_SOURCE_BYTES are read, so a runaway generated file is an OSError (EFBIG) instead
+    of a read that never ends.
     """
-    with path.open("rb") as fh:
+    check_regular(path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file")
         data = fh.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
         raise OSError(errno.EFBIG, f"larger than {MAX_SOURCE_BYTES // 2**20} MiB")
@@ -62,7 +123,9 @@ def read_source(path: Path, display: str | None = None) -> SourceFile:
 
 
 def read_spec(path: str | Path) -> SourceFile:
-    """Read the spec file named on the command line; UsageError when it cannot be read."""
+    """Read the spec (or config) file named on the command line; UsageError when it cannot be
+    read: missing, a folder, a special file (FIFO, device, socket: refused before opening), a
+    symlink loop, not UTF-8."""
     p = Path(path)
     try:
         return read_source(p)
@@ -73,12 +136,20 @@ def read_spec(path: str | Path) -> SourceFile:
     except UnicodeDecodeError:
         raise UsageError(f"{path} is not UTF-8 text") from None
     except OSError as err:
-        raise UsageError(f"cannot read {path}: {err.strerror}") from None
+        raise UsageError(f"cannot read {path}: {err.strerror or err}") from None
+
+
+def outside_note(root: Path) -> str:
+    """The note that says what the project root is (PG005 outside it, the `--config` usage error)."""
+    return (f"the project root is {display_name(root)} (the nearest folder, from the spec's own up, that holds "
+            ".git, pyproject.toml or pgraph.toml; else the spec's folder)")
 
 
 class _Loader:
-    def __init__(self, bag: DiagnosticBag) -> None:
+    def __init__(self, bag: DiagnosticBag, root: Path, allow_outside: bool) -> None:
         self.bag = bag
+        self.root = root
+        self.allow_outside = allow_outside
         self.items: list[ast.Item] = []
         self.chain: dict[str, tuple[Span, ...]] = {}
 
@@ -98,9 +169,9 @@ class _Loader:
 
     def include(self, file: SourceFile, item: ast.Include, stack: tuple[tuple[Path, Span], ...]) -> None:
         base = file.path.parent if file.path else Path.cwd()
-        target = (base / item.path).resolve()
+        target = real_path(base / item.path)
         open_paths = [p for p, _ in stack]
-        if target in open_paths or (file.path and target == file.path.resolve()):
+        if target in open_paths or (file.path and target == real_path(file.path)):
             cycle = [*(str(p.name) for p in open_paths[open_paths.index(target):] if target in open_paths)]
             notes = [Note(f"'{p.name}' is included here", sp) for p, sp in stack[1:]]
             self.bag.add(
@@ -117,6 +188,17 @@ class _Loader:
                          f"{MAX_INCLUDE_DEPTH} files deep", item.span,
                          hint="include the shared files from one place instead of through a chain")
             return
+        if not self.allow_outside and not is_inside(target, self.root):
+            lexical = Path(os.path.abspath(base / item.path))
+            via = f" (a symlink to {display_name(target)})" if lexical != target else ""
+            self.bag.add(
+                "PG005",
+                f"included file '{item.path}'{via} is outside the project root; it was not read",
+                item.span,
+                [Note(outside_note(self.root))],
+                hint="move the file into the project, or pass --allow-include-outside to read files outside it",
+            )
+            return
         try:
             display = display_name(target) if not Path(item.path).is_absolute() else item.path
             child = read_source(target, display)
@@ -126,18 +208,38 @@ class _Loader:
                 "PG005",
                 f"cannot read included file '{item.path}': {reason}",
                 item.span,
-                hint=f"paths are relative to the including file's folder ({base.name or '.'})",
+                hint=_read_hint(err, base),
             )
             return
         self.chain[child.display] = (*(sp for _, sp in stack[1:]), item.span)
         self.load(child, (*stack, (target, item.span)))
 
 
-def load_program_files(root: SourceFile, bag: DiagnosticBag) -> Loaded | None:
-    """Parse `root` and its includes; None when a syntax error stops parsing."""
-    loader = _Loader(bag)
+def _read_hint(err: Exception, base: Path) -> str:
+    """The fix for an include that cannot be read, by the reason."""
+    if isinstance(err, UnicodeDecodeError):
+        return "save the file as UTF-8 text"
+    if isinstance(err, OSError) and err.errno == errno.ELOOP:
+        return "the path is a chain of symlinks that loops: point one of them at the real file"
+    if isinstance(err, OSError) and err.errno == errno.EINVAL:
+        return "include a regular .pgl file (pgraph does not read FIFOs, devices or sockets)"
+    if isinstance(err, IsADirectoryError):
+        return "include a .pgl file inside the folder, not the folder"
+    return f"paths are relative to the including file's folder ({base.name or '.'})"
+
+
+def load_program_files(root: SourceFile, bag: DiagnosticBag, project: Path | None = None,
+                       allow_outside: bool = False) -> Loaded | None:
+    """Parse `root` and its includes; None when a syntax error stops parsing.
+
+    An include that resolves (symlinks followed) outside `project` (default: the project root
+    of `root`, `project_root`) is PG005 and is not read, unless `allow_outside`.
+    """
+    if project is None:
+        project = project_root(root.path) if root.path is not None else real_path(Path.cwd())
+    loader = _Loader(bag, project, allow_outside)
     # The first stack entry is the root itself (its span is a placeholder, never reported).
-    root_path = root.path.resolve() if root.path is not None else Path(root.display)
+    root_path = real_path(root.path) if root.path is not None else Path(root.display)
     stack: tuple[tuple[Path, Span], ...] = ((root_path, Span(root, 1, 1, 1, 1)),)
     loader.load(root, stack)
     if bag.has_errors:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,15 @@ import attrs
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.expr import MAX_INT_BITS, Expr, Num
 from pgraph.frontend import ast
-from pgraph.frontend.loader import UsageError, read_spec
+from pgraph.frontend.loader import (
+    UsageError,
+    check_regular,
+    is_inside,
+    outside_note,
+    project_root,
+    read_spec,
+    real_path,
+)
 from pgraph.frontend.parser import parse_source
 from pgraph.source import SourceFile, Span
 
@@ -41,31 +50,58 @@ def parse_define(text: str) -> tuple[str, int]:
     return name, number
 
 
-def resolve_config(spec: Path, config: str) -> Path:
+def resolve_config(spec: Path, config: str, root: Path | None = None, allow_outside: bool = False) -> Path:
     """A config is a .pgl path, or a name looked up as `<dir>/configs/<name>.pgl`, where <dir> is
-    the spec's directory or, failing that, the nearest parent directory that has one."""
+    the spec's directory or, failing that, the nearest parent directory that has one.
+
+    The file must lie inside `root` (the spec's project root, `pgraph.frontend.loader.project_root`)
+    after its symlinks are resolved, unless `allow_outside`: a path outside is a UsageError
+    before anything reads it, and the name lookup stops at `root`. A config that is not a
+    regular file (a FIFO, a device) is a UsageError before it is opened.
+    """
+    root = project_root(spec) if root is None else root
     direct = Path(config)
     if config.endswith(".pgl") or "/" in config:
-        if direct.is_file():
-            return direct
-        raise UsageError(f"config file '{config}' not found")
+        _inside(direct, config, root, allow_outside)
+        try:
+            check_regular(real_path(direct))
+        except FileNotFoundError:
+            raise UsageError(f"config file '{config}' not found") from None
+        except IsADirectoryError:
+            raise UsageError(f"config file '{config}' is a directory, not a .pgl file") from None
+        except OSError as err:
+            raise UsageError(f"cannot read config file '{config}': {err.strerror or err}") from None
+        return direct
     named = spec.parent / "configs" / f"{config}.pgl"
-    for folder in (spec.parent, *spec.parent.parents):
+    start = Path(os.path.abspath(spec)).parent
+    for folder in (start, *start.parents):
         candidate = folder / "configs" / f"{config}.pgl"
+        if not allow_outside and not is_inside(real_path(folder), root):
+            break  # the lookup never leaves the project
         if candidate.is_file():
+            _inside(candidate, config, root, allow_outside)  # configs/ itself may be a symlink out
             return candidate  # the nearest configs/ up the tree (specs/variants/x.pgl -> specs/configs)
-    raise UsageError(f"no config named '{config}' (looked for {named} and in the parent directories)")
+    raise UsageError(f"no config named '{config}' (looked for {named} and in the parent directories"
+                     + ("" if allow_outside else ", up to the project root") + ")")
+
+
+def _inside(path: Path, config: str, root: Path, allow_outside: bool) -> None:
+    if allow_outside or is_inside(real_path(path), root):
+        return
+    raise UsageError(f"--config {config} is outside the project root, so it was not read; {outside_note(root)}; "
+                     "move the file into the project or pass --allow-include-outside")
 
 
 def collect_overrides(spec: Path, config: str | None, defines: Sequence[tuple[str, int]], layers: int | None,
-                      bag: DiagnosticBag) -> list[Override]:
+                      bag: DiagnosticBag, root: Path | None = None, allow_outside: bool = False) -> list[Override]:
     """The overrides of one run, in precedence order (a later one of a name wins).
 
-    The config file may hold only `const` lines (PG019 otherwise, PG003 for a name given twice).
+    The config file may hold only `const` lines (PG019 otherwise, PG003 for a name given twice);
+    it must lie inside `root` unless `allow_outside` (`resolve_config`).
     """
     out: dict[str, Override] = {}
     if config is not None:
-        path = resolve_config(spec, config)
+        path = resolve_config(spec, config, root, allow_outside)
         file = read_spec(path)
         module = parse_source(file, bag)
         for item in module.items if module else ():

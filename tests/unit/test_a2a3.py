@@ -677,15 +677,15 @@ def test_cli_build_writes_both_files(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = tmp_path / "a2a3"
     assert main(["build", str(HEAD_SPEC), "--target", "a2a3", "-o", str(out), "--layers", "2"]) == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        "kernel_config.py", "orchestration/decode_fwd_layers.cpp"]
+        ".pgraph-build", "kernel_config.py", "orchestration/decode_fwd_layers.cpp"]  # + the build marker
     assert "Overrides: --layers 2" in (out / "orchestration/decode_fwd_layers.cpp").read_text()
 
 
 def test_cli_build_refuses_a_plan_with_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "bad.pgl"
-    spec.write_text(HEAD_SPEC.read_text().replace('include "qwen3_14b.pgl"', f'include "{SPECS_DIR}/qwen3_14b.pgl"')
-                    .replace('include "decode_common.pgl"', f'include "{SPECS_DIR}/decode_common.pgl"')
-                    .replace("deps(silu[k])", "deps(silu[k + 1])"))  # selects silu tile 17 of 0..17
+    for name in ("qwen3_14b.pgl", "decode_common.pgl"):  # beside the spec: inside its project root
+        (tmp_path / name).write_text((SPECS_DIR / name).read_text())
+    spec.write_text(HEAD_SPEC.read_text().replace("deps(silu[k])", "deps(silu[k + 1])"))  # silu tile 17 of 0..17
     out = tmp_path / "out"
     assert main(["build", str(spec), "--target", "a2a3", "-o", str(out)]) == 1
     assert not out.exists()
@@ -733,7 +733,7 @@ def test_output_is_byte_identical_across_runs_dirs_and_hash_seeds(tmp_path: Path
     for i, (cwd, spec, seed) in enumerate([(ROOT, "specs/decode_layer.pgl", "0"),
                                            (tmp_path, str(HEAD_SPEC), "12345")]):
         out = tmp_path / f"out{i}"
-        env = {**os.environ, "PYTHONHASHSEED": seed}
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}  # this checkout's pgraph from any cwd
         run = subprocess.run([sys.executable, "-m", "pgraph", "build", spec, "--target", "a2a3", "-o", str(out)],
                              cwd=cwd, env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr

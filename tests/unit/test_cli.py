@@ -239,9 +239,11 @@ def test_bad_inputs_never_print_a_traceback(tmp_path: Path) -> None:
 
 def test_non_utf8_config_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "cfg.pgl").write_bytes(b"const NUM_LAYERS = \xff\n")
-    proc = run("check", str(CLEAN), "--config", str(tmp_path / "cfg.pgl"))
+    spec = tmp_path / CLEAN.name  # beside the config: inside one project root
+    spec.write_text(CLEAN.read_text(encoding="utf-8"), encoding="utf-8")
+    proc = run("check", str(spec), "--config", str(tmp_path / "cfg.pgl"))
     assert "Traceback" not in proc.stderr
-    assert proc.returncode == 2
+    assert proc.returncode == 2 and "is not UTF-8 text" in proc.stderr
 
 
 def test_plan_of_a_program_without_a_layer_loop_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from pgraph.backends.escape import py_comment, py_str
 from pgraph.ir import program as ir
 from pgraph.ir.queries import kernel_at, submission_order
 from pgraph.kinds import AccessKind, Core, Direction, Storage
@@ -154,7 +155,7 @@ def py_literal(value: object, indent: int = 0) -> str:
         rows = [f"{inner}{py_literal(v, indent + 1)}," for v in value]
         return "[\n" + "\n".join(rows) + f"\n{pad}]"
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return py_str(value)
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return repr(value)
     raise TypeError(f"cannot render {type(value).__name__}")
@@ -180,7 +181,7 @@ def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], o
     orch_sig = orchestration_signature(program)
     if orch_sig:
         orch["signature"] = orch_sig
-    lines = ["# Kernel and Orchestration Configuration", *(f"# {h}" if h else "#" for h in header), "",
+    lines = ["# Kernel and Orchestration Configuration", *(f"# {py_comment(h)}" if h else "#" for h in header), "",
              "from pathlib import Path", ""]
     if orch_sig or any("signature" in k for k in kernels):
         lines += ["from simpler.task_interface import ArgDirection as _D", ""]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pgraph.backends.escape import c_comment
+
 
 class Writer:
     """Collects lines; `block(header)` writes `header {`, indents, and closes with `}`."""
@@ -18,8 +20,9 @@ class Writer:
         self.lines.append(("    " * self.level + text) if text else "")
 
     def comment(self, text: str) -> None:
-        """A `// text` line."""
-        self.line(f"// {text}")
+        """A `// text` line; `text` is escaped (pgraph.backends.escape.c_comment): spec and file
+        names reach comments, and a line break or a trailing backslash would end or extend them."""
+        self.line(f"// {c_comment(text)}")
 
     def blank(self) -> None:
         """A blank line, never two in a row and never right after an opening brace."""

@@ -21,6 +21,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from pgraph.backends.escape import comment_text
+
 from .records import SimGraph
 
 
@@ -85,7 +87,8 @@ def calibrate_files(records: Path, deps: Path, graph: SimGraph) -> dict[str, dic
 
 def render_calibration(fitted: dict[str, dict[str, Any]], records: str, deps: str) -> str:
     """The calibration TOML that `pgraph sim --calibration` reads."""
-    lines = [f"# fitted by `pgraph sim --calibrate {Path(records).name} {Path(deps).name}`: median AICore",
+    lines = [f"# fitted by `pgraph sim --calibrate {comment_text(Path(records).name)} "
+             f"{comment_text(Path(deps).name)}`: median AICore",
              "# duration per block of each kernel (us); rows = subtask rows used", "[kernels]"]
     for kernel, row in fitted.items():
         fids = ", ".join(str(f) for f in row["func_ids"])
