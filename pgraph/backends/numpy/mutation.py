@@ -108,7 +108,8 @@ def _damage(ex: Execution, baseline: Execution, exact: bool) -> str | None:
     if ex.comparison.nonfinite:
         return f"{ex.kind}: {ex.comparison.nonfinite} NaN/Inf in the output"
     if not ex.comparison.ok:
-        return f"{ex.kind}: comparison with the reference failed ({ex.comparison.render()})"
+        c = ex.comparison
+        return f"{ex.kind}: comparison with the reference failed ({c.primary.check.name}: {c.primary.render()})"
     d = max_diff(ex.residual, baseline.residual)
     if exact and max(d, max_diff(ex.out, baseline.out)) > 0:
         return f"{ex.kind}: output differs from the unmutated run in the paired order (residual by {d:.3e})"

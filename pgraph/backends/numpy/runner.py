@@ -250,7 +250,7 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
 
 
 def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
-    """Header line of `pgraph run`: sizes, graph, fixture, weight mode, deciding comparators."""
+    """Header of `pgraph run`: sizes, graph, fixture, weight mode; then each deciding comparator and its source."""
     ig = session.plan.graph
     tasks = [i for i in ig.instances if i.kind not in ("alloc", "dummy")]
     blocks = sum(i.blocks for i in tasks)
@@ -259,7 +259,7 @@ def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
     cfg = f", config {config}" if config else ""
     mode = "replicated layer-0 weights" if inp.replicated else "distinct weights per layer"
     fixture = {"current": "today's fixture (reference §5)", "tier": "the tier harness's fixture"}[inp.fixture]
-    checks = "; ".join(c.describe() for c in session.checks)
-    return (f"{spec}: {g.layers} layer(s), batch {inp.batch}/{g.batch_pad}, seed {seed}{cfg}; "
+    head = (f"{spec}: {g.layers} layer(s), batch {inp.batch}/{g.batch_pad}, seed {seed}{cfg}; "
             f"hidden {g.hidden}, intermediate {g.intermediate}, heads {g.num_heads}/{g.num_kv_heads}; "
-            f"{len(tasks)} tasks, {blocks} blocks; inputs: {fixture}, {mode}; checks: {checks}")
+            f"{len(tasks)} tasks, {blocks} blocks; inputs: {fixture}, {mode}")
+    return "\n".join([head, *(f"  decides: {c.describe()} (source: {c.source})" for c in session.checks)])
