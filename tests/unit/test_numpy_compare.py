@@ -51,7 +51,12 @@ def test_which_comparators_decide() -> None:
     assert checks_for("current", 10) == (depth_tier(10),)
     assert checks_for("current", 40) == (depth_tier(40),)
     assert checks_for("tier", 1) == (depth_tier(1), TIER_3E3)
-    assert checks_for("tier", 40) == (depth_tier(40), TIER_3E3)
+    assert checks_for("tier", 40, "distinct") == (depth_tier(40), TIER_3E3)
+    # the harness's 3e-3 counts were measured with distinct weights: replicated, the depth tier only
+    assert checks_for("tier", 40, "replicated") == (depth_tier(40),)
+    assert checks_for("current", 40, "replicated") == checks_for("current", 40, "distinct")
+    with pytest.raises(ValueError, match="unknown weight mode"):
+        checks_for("tier", 1, "auto")
     assert set(all_checks(10)) == {SINGLE_LAYER, depth_tier(10), TIER_3E3}
     with pytest.raises(ValueError, match="unknown fixture"):
         checks_for("uniform", 1)

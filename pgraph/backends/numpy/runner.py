@@ -82,8 +82,8 @@ class Session:
 
     @property
     def checks(self) -> tuple[Check, ...]:
-        """The comparators that decide this run (fixture and depth, `compare.checks_for`)."""
-        return checks_for(self.inputs.fixture, self.layers)
+        """The comparators that decide this run (fixture, depth, weights: `compare.checks_for`)."""
+        return checks_for(self.inputs.fixture, self.layers, self.inputs.weights)
 
     @property
     def info_checks(self) -> tuple[Check, ...]:
