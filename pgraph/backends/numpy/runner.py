@@ -4,7 +4,7 @@
 weight mode; per-layer tensors are drawn on demand) and runs the dense reference once;
 `Session.execute` runs the instance graph (or a mutated copy of its edges) in one order and
 compares the output with the reference under the comparators that decide the run
-(`compare.checks_for`: the fixture and the depth), the others reported for information.
+(`compare.checks_for`: fixture, depth, weight mode), the others reported for information.
 """
 
 from __future__ import annotations
