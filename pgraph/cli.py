@@ -89,6 +89,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
                      help="execution order (default %(default)s)")
     run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions (default %(default)s)")
+    run.add_argument("--inputs", choices=("current", "tier"), default="current",
+                     help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
+                          "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")
+    run.add_argument("--weights", choices=("auto", "replicated", "distinct"), default="auto",
+                     help="per-layer tensors: layer 0's for every layer, or distinct per layer (drawn on demand "
+                          "from the seed and the layer); auto = distinct up to 2 GiB of them (default %(default)s)")
     run.add_argument("--floor", action="store_true",
                      help="also measure the reference against itself with f64 projections (the best pass "
                           "rate any other summation order can expect; one more reference run)")
@@ -203,7 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag)
         return EXIT_ERRORS
     try:
-        session = Session.create(plan, seed=args.seed, batch=args.batch)
+        session = Session.create(plan, seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights)
     except ValueError as err:
         raise UsageError(str(err)) from None
     print(describe(session, args.spec, args.config, args.seed))

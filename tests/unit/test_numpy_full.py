@@ -1,11 +1,24 @@
 """Full-size Qwen3-14B runs of the NumPy executor (opt-in: `python -m pytest -m full`).
 
-hidden 5120, intermediate 17408, 40/8 heads, batch 16, MAX_SEQ 4096 (`--config full`).
-Tiers (issue 5): 1 and 10 layers >= 99.9 % of elements within atol = rtol = 3e-3, 40 layers
->= 98 %; cosine > 0.999; no NaN/Inf. The 10- and 40-layer tiers lie below the noise floor
-(the reference against itself with f64 projections reaches about the executor's pass rate),
-so those tier tests are expected failures and the floor test is the check that must pass.
-Times and memory: docs/backend_numpy.md.
+hidden 5120, intermediate 17408, 40/8 heads, batch 16, MAX_SEQ 4096 (`--config full`);
+1, 10 and 40 layers; both input fixtures; both weight modes (replicated layer-0 weights,
+distinct weights drawn per layer on demand). What must hold (comparators with their sources
+in pgraph.backends.numpy.compare and docs/backend_numpy.md):
+
+- today's fixture: 1 layer the single-layer check (atol = rtol = 3e-3, at most 2 % failing),
+  10 and 40 layers the depth tiers at atol = rtol = 5e-3 (0.999, 0.98);
+- the tier fixture: the depth tiers (1 layer 1.000) and, with distinct weights (the tier
+  harness's setting), at every depth >= 99.9 % within atol = rtol = 3e-3 (with replicated
+  weights that is reported only: it is not met at 10 and 40 layers, docs/backend_numpy.md);
+- always: no race, no kernel fault, no NaN/Inf, cosine > 0.999, pad rows checked, peak RSS
+  below 8 GiB (40 distinct full-size layers would be about 36 GB if held at once);
+- today's fixture, replicated, 10 and 40 layers: within 1.25x the failures of the reference
+  against itself with f64 projections (+0.1 %).
+
+The figures printed here are recorded by bench/bench_numpy.py in docs/performance.md.
+Measured 2026-12-01: eleven pass; tier-distinct-40 fails its 3e-3 tier (769 failing of 81,920,
+81 allowed; the reference against itself fails 912), an open point of issue 15
+(docs/backend_numpy.md, "The 3e-3 tier at 40 layers on the tier fixture is not met").
 """
 
 from __future__ import annotations
@@ -14,6 +27,7 @@ import resource
 
 import pytest
 
+from pgraph.backends.numpy.compare import SINGLE_LAYER, TIER_3E3, depth_tier
 from pgraph.backends.numpy.runner import Execution, Session
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, numpy_session
@@ -27,50 +41,55 @@ def _opt_in(request: pytest.FixtureRequest) -> None:
         pytest.skip("full-size run: opt in with -m full")
 
 
-_RUNS: dict[int, tuple[Session, Execution]] = {}
+_RUNS: dict[tuple[str, str, int], tuple[Session, Execution]] = {}
 
 
-def _run(layers: int) -> tuple[Session, Execution]:
-    if layers not in _RUNS:
-        session = numpy_session(HEAD_SPEC, Options(config="full", layers=layers))
+def _run(fixture: str, weights: str, layers: int) -> tuple[Session, Execution]:
+    key = (fixture, weights, layers)
+    if key not in _RUNS:
+        _RUNS.clear()  # keep one full-size session in memory at a time
+        session = numpy_session(HEAD_SPEC, Options(config="full", layers=layers), fixture=fixture,
+                                weights=weights)
         g = session.inputs.geometry
         assert (g.hidden, g.intermediate, g.num_heads, g.num_kv_heads, g.batch_pad) == (5120, 17408, 40, 8, 16)
-        _RUNS.clear()  # keep one full-size session in memory at a time
-        _RUNS[layers] = (session, session.execute("topo"))
-    return _RUNS[layers]
+        assert session.inputs.weights == weights and session.inputs.fixture == fixture
+        _RUNS[key] = (session, session.execute("topo"))
+    return _RUNS[key]
 
 
-def test_full_one_layer_within_8_gib() -> None:
-    session, ex = _run(1)
-    assert ex.races == [] and ex.fault is None
-    assert ex.comparison is not None and ex.comparison.ok, ex.comparison.render()
-    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
-    assert peak_gib < 8, peak_gib
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
 
 
-@pytest.mark.parametrize("layers", [10, 40])
-def test_full_deep_runs_are_as_close_as_the_reference_to_itself(layers: int, capsys: pytest.CaptureFixture[str]) -> None:
-    """No race, no NaN, cosine > 0.999, and at most 1.25x the failures of the noise floor (+0.1 %).
+CASES = [(f, w, n) for f in ("current", "tier") for w in ("replicated", "distinct") for n in (1, 10, 40)]
 
-    The floor is the reference against itself with f64 projections: the same math, another
-    summation error. Measured (seed 1234): 10 layers executor 1.32 % failing vs floor 1.23 %;
-    40 layers 8.55 % vs 7.78 %. The tier cannot be met below it (docs/backend_numpy.md).
-    """
-    session, ex = _run(layers)
-    assert session.inputs.replicated  # layer-0 weights replicated as views, as the harness does
+
+@pytest.mark.parametrize("fixture,weights,layers", CASES, ids=[f"{f}-{w}-{n}" for f, w, n in CASES])
+def test_full_size_tiers(fixture: str, weights: str, layers: int, capsys: pytest.CaptureFixture[str]) -> None:
+    session, ex = _run(fixture, weights, layers)
     assert ex.races == [] and ex.fault is None
     c = ex.comparison
-    assert c is not None and c.nonfinite == 0 and c.cosine > 0.999
-    floor = session.noise_floor()
-    print(f"\n{layers} layers: executor {c.render()}\n  {floor.render()}")
-    assert c.ok or floor.explains(c)
-    # the f32 residual (before copy_out's rounding) stays within its tier at 10 and 40 layers
-    assert ex.residual_comparison is not None and ex.residual_comparison.pass_rate >= c.required
-
-
-@pytest.mark.xfail(reason="the tier is below the noise floor of the reference itself (docs/backend_numpy.md)",
-                   strict=True)   # an unexpected pass must be noticed: the tier would then hold
-@pytest.mark.parametrize("layers", [10, 40])
-def test_full_deep_runs_pass_their_tier(layers: int) -> None:
-    _session, ex = _run(layers)
-    assert ex.comparison is not None and ex.comparison.ok, ex.comparison.render()
+    assert c is not None
+    with capsys.disabled():
+        print(f"\n{fixture}/{weights}/{layers}: {c.render()}")
+        for line in c.render_info():
+            print(f"  {line}")
+        print(f"  peak RSS {_peak_gib():.2f} GiB, {session.inputs.generated} layer slices drawn")
+    assert c.nonfinite == 0 and c.cosine > 0.999 and c.pad_failures == 0
+    if fixture == "current":
+        want = SINGLE_LAYER if layers == 1 else depth_tier(layers)
+        assert [r.check for r in c.results[:c.deciding]] == [want]
+    elif weights == "distinct":
+        assert [r.check for r in c.results[:c.deciding]] == [depth_tier(layers), TIER_3E3]
+        assert c.result(TIER_3E3.name).pass_rate >= 0.999
+    else:   # the tier harness's 3e-3 counts were measured with distinct weights
+        assert [r.check for r in c.results[:c.deciding]] == [depth_tier(layers)]
+    assert c.ok, c.render()
+    assert _peak_gib() < 8
+    if fixture == "current" and weights == "replicated" and layers > 1:
+        # the reference against itself with f64 projections (the noise floor): the executor
+        # stays within 1.25x of its failures + 0.1 % (measured at 0cf58ea: 1.05-1.13x, issue 15)
+        floor = session.noise_floor()
+        with capsys.disabled():
+            print(f"  {floor.render()}")
+        assert c.failures <= 1.25 * floor.out.failures + 0.001 * c.primary.total

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pgraph.backends.numpy.compare import compare
+from pgraph.backends.numpy.compare import TIER_3E3, compare
 from pgraph.backends.numpy.golden import golden_decode
 from pgraph.backends.numpy.inputs import make_inputs
 from pgraph.pipeline import Options
@@ -27,26 +27,10 @@ def _bf(a):
     return np.asarray(a, dtype=np.float32).astype(BF16).astype(np.float32)
 
 
-def test_inputs_follow_the_reference_distributions(small_program) -> None:
-    inp = make_inputs(small_program, seed=7, batch=5)
-    g = inp.geometry
-    assert (g.hidden, g.num_heads, g.num_kv_heads, g.head_dim, g.intermediate) == (1280, 10, 2, 128, 4352)
-    assert abs(float(inp.arrays["wq"].astype(np.float32).std()) - 0.02) < 1e-3
-    assert abs(float(inp.arrays["v_cache"].astype(np.float32).mean()) - 0.3) < 1e-3
-    seq = inp.arrays["seq_lens"]
-    assert (seq[:5] >= 1).all() and (seq[:5] <= 512).all() and (seq[5:] == 0).all()
-    assert (inp.arrays["hidden"][5:].astype(np.float32) == 0).all()
-    # identity paging: slot = (b*4 + pos//128)*128 + pos%128 with pos = seq_len - 1 (4 pages per row)
-    for b in range(5):
-        pos = int(seq[b]) - 1
-        assert inp.arrays["slot_mapping"][b] == (b * 4 + pos // 128) * 128 + pos % 128
-    assert (inp.arrays["slot_mapping"][5:] == -1).all()
-
-
 def test_zero_output_weights_give_the_input_back(small_program) -> None:
     inp = make_inputs(small_program, seed=3)
-    inp.arrays["wo"][...] = 0
-    inp.arrays["w_down"][...] = 0
+    inp.materialize("wo")[...] = 0
+    inp.materialize("w_down")[...] = 0
     # x + 0 @ wo + 0 @ w_down = x: out = bf16(f32(hidden)) = hidden exactly
     out = golden_decode(inp).out
     np.testing.assert_array_equal(out.view(np.uint16), inp.arrays["hidden"].view(np.uint16))
@@ -59,9 +43,9 @@ def test_single_token_attention_returns_scaled_v(small_program) -> None:
     inp.arrays["slot_mapping"][:3] = inp.arrays["block_table"][:3, 0] * g.block_size
     res = golden_decode(inp, keep_layers=True)
     x = inp.arrays["hidden"].astype(np.float32)
-    normed = _bf(x * inp.arrays["input_rms_weight"][0])
+    normed = _bf(x * inp.layer("input_rms_weight", 0)[0])
     inv = 1 / np.sqrt((x * x).mean(axis=1) + 1e-6)
-    v = normed @ inp.arrays["wv"].astype(np.float32)
+    v = normed @ inp.layer("wv", 0).astype(np.float32)
     group = g.num_heads // g.num_kv_heads
     for b in range(3):
         for h in range(g.num_heads):
@@ -80,18 +64,18 @@ def test_attention_of_one_row_by_explicit_loops(small_program) -> None:
     lay = res.layers[0]
     b = 0
     seq = int(inp.arrays["seq_lens"][b])
-    kc, vc = inp.arrays["k_cache"], inp.arrays["v_cache"]
+    kc, vc = inp.layer("k_cache", 0), inp.layer("v_cache", 0)
     x = inp.arrays["hidden"].astype(np.float32)
-    normed = _bf(x * inp.arrays["input_rms_weight"][0])
+    normed = _bf(x * inp.layer("input_rms_weight", 0)[0])
     inv = 1 / math.sqrt(float((x[b] * x[b]).mean()) + 1e-6)
-    q = normed[b] @ inp.arrays["wq"].astype(np.float32) * inv
+    q = normed[b] @ inp.layer("wq", 0).astype(np.float32) * inv
     group = g.num_heads // g.num_kv_heads
     pos = seq - 1
     cos, sin = inp.arrays["rope_cos"][pos], inp.arrays["rope_sin"][pos]
     for h in range(g.num_heads):
         kv = h // group
         qh = q[h * 128:(h + 1) * 128]
-        qh = qh / math.sqrt(float((qh * qh).mean()) + 1e-6) * inp.arrays["q_norm_weight"][0]
+        qh = qh / math.sqrt(float((qh * qh).mean()) + 1e-6) * inp.layer("q_norm_weight", 0)[0]
         rot = np.empty(128, dtype=np.float32)
         for i in range(64):   # NeoX: pair (i, i + 64) rotated by the angle of column i
             rot[i] = qh[i] * cos[i] - qh[i + 64] * sin[i]
@@ -129,13 +113,13 @@ def test_executor_intermediates_match_the_reference() -> None:
             "layer_out": (buf[("layer_out", (layer,))].array, ref.layer_out),
         }
         for name, (got, want) in checks.items():
-            c = compare(got, want, 11, 1)
+            c = compare(got, want, 11, [TIER_3E3])
             assert c.ok, (layer, name, c.render())
 
 
 def test_replicated_inputs_equal_distinct_ones_for_one_layer(small_program) -> None:
-    a = make_inputs(small_program, seed=2, replicated=True)
-    b = make_inputs(small_program, seed=2, replicated=False)
+    a = make_inputs(small_program, seed=2, weights="replicated")
+    b = make_inputs(small_program, seed=2, weights="distinct")
     assert a.replicated and not b.replicated
     np.testing.assert_array_equal(a.layer("w_gate", 0).view(np.uint16), b.layer("w_gate", 0).view(np.uint16))
     ra, rb = golden_decode(a).out, golden_decode(attrs.evolve(b)).out

@@ -1,8 +1,10 @@
 """Execute a planned instance graph with NumPy kernels in a given legal order.
 
 Buffers: allocations start poisoned (NaN / 0xA5 bytes, `storage.poison_fill`); read-only
-inputs are shared with `Inputs` (never written); written external tensors get private
-storage: the paged KV caches a row overlay over the inputs, any other (`out`) a poisoned copy.
+inputs are shared with `Inputs` (never written); per-layer inputs are read layer by layer
+through `Inputs.layer` (generated on demand, `storage.LayeredStorage`); written external
+tensors get private storage: the paged KV caches a row overlay over the inputs, any other
+(`out`) a poisoned copy.
 Each task runs its blocks one after another (order chosen by the caller: SPMD blocks run
 concurrently on the device, so their order is free); a sync_start grid runs once over the
 union of its blocks' regions. An optional RaceDetector checks every block's declared
@@ -26,8 +28,8 @@ from pgraph.backends.numpy.storage import (
     DenseStorage,
     GuardedTensor,
     KernelFault,
+    LayeredStorage,
     OverlayStorage,
-    ReplicatedStorage,
     RowAccess,
     Storage,
     box_shape,
@@ -111,12 +113,12 @@ class Executor:
     # ---- buffers ----
     def _external(self, name: str) -> Storage:
         t = self.program.tensors[name]
-        data = self.inputs.arrays.get(name)
         if name in LAYERED:
-            assert data is not None
-            layers = self.inputs.geometry.layers
-            src: Storage = ReplicatedStorage(data, layers) if self.inputs.replicated else ReadOnlyStorage(data)
+            inputs = self.inputs
+            src: Storage = LayeredStorage(lambda layer: inputs.layer(name, layer), inputs.period[name], t.shape,
+                                          NP_DTYPES[t.dtype])
             return OverlayStorage(src) if name in self.written else src
+        data = self.inputs.arrays.get(name)
         if name in self.written:
             arr = np.array(data) if data is not None else poisoned(t.shape, NP_DTYPES[t.dtype])
             return DenseStorage(arr)

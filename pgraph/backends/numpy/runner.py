@@ -1,8 +1,10 @@
 """One NumPy run session: a fully expanded plan, inputs, dense reference, executions, `pgraph run`.
 
-`Session.create` takes a Plan with every layer expanded (`Options(full=True)`), generates the
-inputs and runs the dense reference once; `Session.execute` runs the instance graph (or a
-mutated copy of its edges) in one order and compares the output with the reference.
+`Session.create` takes a Plan with every layer expanded (`Options(full=True)`), prepares the
+inputs (fixture and weight mode; per-layer tensors are drawn on demand) and runs the dense
+reference once; `Session.execute` runs the instance graph (or a mutated copy of its edges) in
+one order and compares the output with the reference under the comparators that decide the run
+(`compare.checks_for`: fixture, depth, weight mode), the others reported for information.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from pgraph.backends.numpy.binding import Binder
 from pgraph.backends.numpy.blas import blas_threads
-from pgraph.backends.numpy.compare import MIN_COSINE, Comparison, compare
+from pgraph.backends.numpy.compare import MIN_COSINE, Check, Comparison, all_checks, checks_for, compare
 from pgraph.backends.numpy.executor import Executor
 from pgraph.backends.numpy.golden import GoldenResult, golden_decode
 from pgraph.backends.numpy.inputs import Inputs, make_inputs
@@ -61,19 +63,35 @@ class Session:
 
     @classmethod
     def create(cls, plan: Plan, seed: int = 1234, batch: int | None = None,
-               replicated: bool | None = None) -> Session:
+               fixture: str = "current", weights: str = "auto") -> Session:
         """Inputs and the dense reference for a planned spec.
 
         `plan` must be expanded in full (every layer: `Options(full=True)`); ValueError otherwise,
-        and for inputs the spec cannot take (a batch outside 1..BATCH_PAD).
+        and for inputs the spec cannot take (a batch outside 1..BATCH_PAD). `fixture`
+        'current' | 'tier' and `weights` 'auto' | 'replicated' | 'distinct' go to
+        `inputs.make_inputs` (ValueError for bad values, as there).
         """
         if not plan.graph.full:
             raise ValueError("the NumPy executor runs every layer: plan the spec with full expansion")
-        inputs = make_inputs(plan.program, seed=seed, batch=batch, replicated=replicated)
+        inputs = make_inputs(plan.program, seed=seed, batch=batch, fixture=fixture, weights=weights)
         with blas_threads(1):
             golden = golden_decode(inputs, keep_layers=True)
         binder = Binder(plan.graph, inputs.scalars)
         return cls(plan, inputs, golden, binder, inputs.geometry.layers)
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """The comparators that decide this run (fixture, depth, weights: `compare.checks_for`)."""
+        return checks_for(self.inputs.fixture, self.layers, self.inputs.weights)
+
+    @property
+    def info_checks(self) -> tuple[Check, ...]:
+        """The other comparators, reported for information."""
+        return tuple(c for c in all_checks(self.layers) if c not in self.checks)
+
+    def compare(self, actual: np.ndarray, expected: np.ndarray) -> Comparison:
+        """`compare.compare` with this run's live rows, deciding and informational comparators."""
+        return compare(actual, expected, self.inputs.batch, self.checks, self.info_checks)
 
     def residual_key(self) -> tuple[str, tuple[int, ...]] | None:
         """Buffer read by copy_out (the final f32 residual stream), if the spec has one."""
@@ -120,10 +138,10 @@ class Session:
             if rkey is not None and rkey in ex.storage:
                 residual = np.array(ex.storage[rkey].array)  # type: ignore[attr-defined]
             if out is not None:
-                comparison = compare(out, self.golden.out, self.inputs.batch, self.layers)
+                comparison = self.compare(out, self.golden.out)
         residual_comparison = None
         if residual is not None:
-            residual_comparison = compare(residual, self.golden.residual, self.inputs.batch, self.layers)
+            residual_comparison = self.compare(residual, self.golden.residual)
         return Execution(kind, seed, out, residual, reports, fault, comparison, seconds,
                          ex.storage if keep_buffers else None, residual_comparison)
 
@@ -136,9 +154,7 @@ class Session:
         """
         with blas_threads(1):
             wide = golden_decode(self.inputs, wide=True)
-        n = self.inputs.batch
-        return NoiseFloor(compare(wide.out, self.golden.out, n, self.layers),
-                          compare(wide.residual, self.golden.residual, n, self.layers))
+        return NoiseFloor(self.compare(wide.out, self.golden.out), self.compare(wide.residual, self.golden.residual))
 
 
 @attrs.frozen
@@ -149,9 +165,10 @@ class NoiseFloor:
     residual: Comparison
 
     def render(self) -> str:
-        """One line: the floor's pass rates for `out` and the f32 residual."""
-        return (f"reference noise floor (projections in f64 vs f32, same bf16 rounding points): out "
-                f"{self.out.pass_rate * 100:.3f}%, f32 residual {self.residual.pass_rate * 100:.3f}%")
+        """One line: the floor's failures for `out` and the f32 residual (first deciding comparator)."""
+        return (f"reference noise floor (projections in f64 vs f32, same bf16 rounding points), "
+                f"{self.out.primary.check.name}: out {self.out.primary.render()}, "
+                f"f32 residual {self.residual.primary.render()}")
 
     def explains(self, c: Comparison) -> bool:
         """True when `c` fails only its pass-rate tier, by at most 1.25x the floor's failures + 0.1 %.
@@ -175,10 +192,12 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
                floor: bool = False) -> int:
     """Run `trials` executions of order `kind`, print one line each and a summary; exit code.
 
-    Each line gives the verdict on the bf16 `out` (the contract: the depth tier) and, for
-    information, the pass rate of the f32 residual stream before copy_out. With `floor`, the
-    reference's own noise floor is measured and printed (Session.noise_floor) and trials that
-    fail only within it are marked; the exit code still follows the tier (1 when any trial fails).
+    Each line gives the verdict on the bf16 `out` under the deciding comparators
+    (`Session.checks`) and, for information, the f32 residual stream before copy_out under
+    the first of them. After the first trial, the informational comparators' results. With
+    `floor`, the reference's own noise floor is measured and printed (Session.noise_floor) and
+    trials that fail only within it are marked; the exit code still follows the comparators
+    (1 when any trial fails).
     """
     ig = session.plan.graph
     passed = 0
@@ -193,9 +212,12 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
             print_fn(f"{label}: kernel fault: {ex.fault}")
         elif ex.comparison is not None:
             res = ex.residual_comparison
-            extra = f"; f32 residual {res.pass_rate * 100:.3f}%" if res is not None else ""
+            extra = f"; f32 residual {res.primary.render()}" if res is not None else ""
             print_fn(f"{label}: {ex.comparison.render()}; races {len(ex.races)}{extra}")
             c = ex.comparison
+            if first is None:
+                for line in c.render_info():
+                    print_fn(f"  {line}")
             if not ex.races and not c.ok and not c.nonfinite and not c.pad_failures:
                 tier_only.append(c)
         else:
@@ -221,19 +243,22 @@ def run_trials(session: Session, kind: str, trials: int, seed: int, print_fn=pri
                      "rounding points make deep runs diverge at the ulp level (docs/backend_numpy.md)")
     elif tier_only and session.layers > 1:
         print_fn("hint: rerun with --floor to measure how close the reference comes to itself at this depth")
+    print_fn(f"per-layer inputs: {session.inputs.generated} layer slice(s) drawn (reference and executions)")
     print_fn(f"result: {passed}/{trials} trial(s) passed")
     return 0 if passed == trials else 1
 
 
 def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
-    """Header line of `pgraph run`."""
+    """Header of `pgraph run`: sizes, graph, fixture, weight mode; then each deciding comparator and its source."""
     ig = session.plan.graph
     tasks = [i for i in ig.instances if i.kind not in (TaskKind.ALLOC, TaskKind.DUMMY)]
     blocks = sum(i.blocks for i in tasks)
-    g = session.inputs.geometry
+    inp = session.inputs
+    g = inp.geometry
     cfg = f", config {config}" if config else ""
-    mode = "replicated layer-0 weights" if session.inputs.replicated else "distinct weights per layer"
-    return (f"{spec}: {g.layers} layer(s), batch {session.inputs.batch}/{g.batch_pad}, seed {seed}{cfg}; "
+    mode = "replicated layer-0 weights" if inp.replicated else "distinct weights per layer"
+    fixture = {"current": "today's fixture (reference §5)", "tier": "the tier harness's fixture"}[inp.fixture]
+    head = (f"{spec}: {g.layers} layer(s), batch {inp.batch}/{g.batch_pad}, seed {seed}{cfg}; "
             f"hidden {g.hidden}, intermediate {g.intermediate}, heads {g.num_heads}/{g.num_kv_heads}; "
-            f"{len(tasks)} tasks, {blocks} blocks; {mode}")
-
+            f"{len(tasks)} tasks, {blocks} blocks; inputs: {fixture}, {mode}")
+    return "\n".join([head, *(f"  decides: {c.describe()} (source: {c.source})" for c in session.checks)])

@@ -1,4 +1,4 @@
-"""Buffers of the NumPy executor: dtypes, poison, dense / layer-replicated / row-overlay storage.
+"""Buffers of the NumPy executor: dtypes, poison, dense / per-layer (generated) / row-overlay storage.
 
 Every buffer instance of the plan (an external tensor, or an allocation of one scope
 iteration) is one Storage. A kernel sees a tensor region either as a NumPy view of exactly
@@ -8,7 +8,7 @@ regions, whose rows are data-dependent: paged KV caches, rows chosen by seq_lens
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -120,41 +120,51 @@ class DenseStorage(Storage):
         self.shaped(tshape)[rows] = values
 
 
-class ReplicatedStorage(Storage):
-    """A read-only [count*period, ...] tensor whose every period is the same base array.
+class LayeredStorage(Storage):
+    """A read-only per-layer input tensor [layers*period, ...] whose layers come from `source`.
 
-    This is how multi-layer runs replicate the layer-0 weights (pypto-lib golden harness,
-    `--validate-fwd`: "builds N-layer stacks by replicating the layer-0 weights"), so 40
-    full-size layers need the memory of one. A region must lie inside one period.
+    `source(layer)` returns that layer's [period, ...] rows (`Inputs.layer`: generated on
+    demand, kept in a small LRU, layer 0 for every layer with replicated weights), so the
+    executor never holds the whole stack: 40 distinct full-size layers are ~36 GB. A direct
+    region must lie inside one layer; row reads (`take`) may mix layers.
     """
 
-    def __init__(self, base: np.ndarray, count: int) -> None:
-        self.base = base
-        self.period = base.shape[0]
-        self.shape = (count * self.period, *base.shape[1:])
-        self.dtype = base.dtype
+    def __init__(self, source: Callable[[int], np.ndarray], period: int, shape: tuple[int, ...],
+                 dtype: np.dtype) -> None:
+        self.source = source
+        self.period = period
+        self.shape = tuple(shape)
+        self.dtype = dtype
 
-    def _local(self, tshape: tuple[int, ...], box: Box) -> Box:
+    def _check(self, tshape: tuple[int, ...]) -> None:
         if tshape != self.shape:
-            raise KernelFault("a replicated tensor is only accessed with its own shape")
-        lo, hi = box[0]
-        layer = lo // self.period
-        if hi > lo and (hi - 1) // self.period != layer:
-            raise KernelFault(f"rows {lo}..{hi} span two replicated layers (period {self.period})")
-        return ((lo - layer * self.period, hi - layer * self.period), *box[1:])
+            raise KernelFault("a per-layer input tensor is only accessed with its own shape")
 
     def view(self, tshape: tuple[int, ...], box: Box, writable: bool) -> np.ndarray:
         if writable:
-            raise KernelFault("replicated input tensors are read-only")
-        v = self.base[box_slices(self._local(tshape, box))].view()
+            raise KernelFault("input tensors are read-only")
+        self._check(tshape)
+        lo, hi = box[0]
+        layer = lo // self.period
+        if hi > lo and (hi - 1) // self.period != layer:
+            raise KernelFault(f"rows {lo}..{hi} span two layers (period {self.period})")
+        local = ((lo - layer * self.period, hi - layer * self.period), *box[1:])
+        v = self.source(layer)[box_slices(local)].view()
         v.flags.writeable = False
         return v
 
     def take(self, tshape: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
-        return self.base[np.asarray(rows) % self.period]
+        self._check(tshape)
+        r = np.asarray(rows, dtype=np.int64)
+        out = np.empty((*r.shape, *self.shape[1:]), dtype=self.dtype)
+        layer_of = r // self.period
+        for layer in np.unique(layer_of).tolist():
+            m = layer_of == layer
+            out[m] = self.source(layer)[r[m] - layer * self.period]
+        return out
 
     def put(self, tshape: tuple[int, ...], rows: np.ndarray, values: np.ndarray) -> None:
-        raise KernelFault("replicated input tensors are read-only")
+        raise KernelFault("input tensors are read-only")
 
 
 class OverlayStorage(Storage):
