@@ -92,6 +92,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--inputs", choices=("current", "tier"), default="current",
                      help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
                           "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")
+    run.add_argument("--max-memory", type=float, default=16.0, metavar="GIB",
+                     help="refuse a run whose estimated memory exceeds GIB gibibytes (default 16)")
     run.add_argument("--weights", choices=("auto", "replicated", "distinct"), default="auto",
                      help="per-layer tensors: layer 0's for every layer, or distinct per layer (drawn on demand "
                           "from the seed and the layer); auto = distinct up to 2 GiB of them (default %(default)s)")
@@ -204,14 +206,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--trials must be at least 1")
     if args.seed < 0:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
+    if args.max_memory <= 0:
+        raise UsageError(f"--max-memory must be positive, got {args.max_memory}")
     plan, bag = plan_program(args.spec, _options(args, full=True))
-    if plan is None:
+    if plan is None or bag.has_errors:   # the executor runs only graphs `check` accepts
         _emit_diagnostics(bag)
         return EXIT_ERRORS
     try:
-        session = Session.create(plan, seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights)
+        session = Session.create(plan, seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights,
+                                 max_memory=int(args.max_memory * (1 << 30)))
     except ValueError as err:
         raise UsageError(str(err)) from None
+    except MemoryError:
+        raise UsageError("the NumPy run ran out of memory while preparing the inputs and the reference; "
+                         "run a smaller configuration (--config small)") from None
     print(describe(session, args.spec, args.config, args.seed))
     return run_trials(session, args.order, args.trials, args.seed, floor=args.floor)
 

@@ -39,7 +39,7 @@ from pgraph.backends.numpy.storage import (
 )
 from pgraph.ir.instances import Box, BufferKey, InstanceGraph
 from pgraph.ir.queries import instance_env, kernel_at
-from pgraph.kinds import AccessKind
+from pgraph.kinds import AccessKind, Direction
 from pgraph.kinds import Storage as Placement
 
 BlockOrder = Callable[[int, int], Sequence[int]]
@@ -212,7 +212,16 @@ class Executor:
             if chk is not None:
                 pending.append(chk)
         ctx = BlockContext(call.block_idx, call.block_num, inst.label)
-        fn(ctx, *args)
+        try:
+            fn(ctx, *args)
+        except ValueError as err:
+            if "read-only" not in str(err):
+                raise
+            # the NumPy kernel writes a parameter the spec declares `in` (its view is read-only)
+            ins = [pb.param.name for pb in call.params if pb.param.direction == Direction.IN]
+            raise KernelFault(f"kernel '{name}' writes an argument passed read-only "
+                              f"(its `in` parameters: {', '.join(ins) or 'none'}); declare the written "
+                              f"parameter `out` or `inout` and the region `writes`") from None
         for chk in pending:
             self._commit(chk, inst.label)
 

@@ -9,6 +9,7 @@ one order and compares the output with the reference under the comparators that 
 
 from __future__ import annotations
 
+import math
 import time
 
 import attrs
@@ -20,14 +21,38 @@ from pgraph.backends.numpy.blas import blas_threads
 from pgraph.backends.numpy.compare import MIN_COSINE, Check, Comparison, all_checks, checks_for, compare
 from pgraph.backends.numpy.executor import Executor
 from pgraph.backends.numpy.golden import GoldenResult, golden_decode
-from pgraph.backends.numpy.inputs import Inputs, make_inputs
+from pgraph.backends.numpy.inputs import LAYER_CACHE, LAYERED, Inputs, make_inputs
 from pgraph.backends.numpy.orders import block_permutation, make_order
 from pgraph.backends.numpy.races import RaceDetector, RaceFound, RaceReport
-from pgraph.backends.numpy.storage import KernelFault
+from pgraph.backends.numpy.storage import NP_DTYPES, KernelFault
+from pgraph.ir import program as ir
 from pgraph.kinds import TaskKind
 from pgraph.plan.base import Plan
 
 OUT_KEY = ("out", ())
+
+
+#: Default limit of `memory_estimate` for a run (bytes): the full-size 40-layer run needs ~2.3 GiB.
+DEFAULT_MAX_MEMORY = 16 << 30
+
+
+def memory_estimate(program: ir.Program, layers: int) -> int:
+    """Bytes a run of `program` allocates, an upper estimate: every non-view tensor once, the
+    per-layer tensors (`inputs.LAYERED`) for LAYER_CACHE + 1 layers only (they are drawn per
+    layer on demand), and twice the largest per-layer slice in f64 for the reference."""
+    total = 0
+    largest = 0
+    for t in program.tensors.values():
+        if t.base is not None:
+            continue
+        n = math.prod(t.shape)
+        size = n * NP_DTYPES[t.dtype].itemsize if t.dtype in NP_DTYPES else n * 8
+        if t.name in LAYERED and layers > 0:
+            slice_elems = n // layers
+            largest = max(largest, slice_elems)
+            size = size // layers * min(layers, LAYER_CACHE + 1)
+        total += size
+    return total + 2 * 8 * largest
 
 
 @attrs.define
@@ -63,17 +88,24 @@ class Session:
 
     @classmethod
     def create(cls, plan: Plan, seed: int = 1234, batch: int | None = None,
-               fixture: str = "current", weights: str = "auto") -> Session:
+               fixture: str = "current", weights: str = "auto", max_memory: int = DEFAULT_MAX_MEMORY) -> Session:
         """Inputs and the dense reference for a planned spec.
 
         `plan` must be expanded in full (every layer: `Options(full=True)`); ValueError otherwise,
         and for inputs the spec cannot take (a batch outside 1..BATCH_PAD). `fixture`
         'current' | 'tier' and `weights` 'auto' | 'replicated' | 'distinct' go to
-        `inputs.make_inputs` (ValueError for bad values, as there).
+        `inputs.make_inputs` (ValueError for bad values, as there). ValueError too when
+        `memory_estimate` exceeds `max_memory` bytes (nothing large is allocated before).
         """
         if not plan.graph.full:
             raise ValueError("the NumPy executor runs every layer: plan the spec with full expansion")
         inputs = make_inputs(plan.program, seed=seed, batch=batch, fixture=fixture, weights=weights)
+        need = memory_estimate(plan.program, inputs.geometry.layers)
+        if need > max_memory:
+            raise ValueError(f"the NumPy run would need about {need / (1 << 30):.1f} GiB (every buffer of the "
+                             f"spec, {LAYER_CACHE + 1} layers of per-layer tensors, the reference's f64 "
+                             f"copies), more than the limit of {max_memory / (1 << 30):.1f} GiB; run a smaller "
+                             f"configuration (--config small) or raise the limit with --max-memory GIB")
         with blas_threads(1):
             golden = golden_decode(inputs, keep_layers=True)
         binder = Binder(plan.graph, inputs.scalars)
