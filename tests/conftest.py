@@ -93,6 +93,19 @@ class ArgDirection(enum.Enum):
     INOUT = "INOUT"
 
 
+def simpler_stub_env(where: Path) -> dict[str, str]:
+    """Environment for running a generated kernel_config.py as a process: PYTHONPATH names a stub
+    package `simpler.task_interface` (written under `where`) with an ArgDirection enum."""
+    pkg = where / "simpler_stub" / "simpler"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task_interface.py").write_text(
+        "import enum\n\n\nclass ArgDirection(enum.Enum):\n    IN = 'IN'\n    OUT = 'OUT'\n    INOUT = 'INOUT'\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(where / "simpler_stub"), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def load_kernel_config(path: Path) -> types.ModuleType:
     """Load a kernel_config.py the way pypto's `compile_and_assemble` does (importlib, as a module),
     with a stub `simpler.task_interface` providing ArgDirection."""

@@ -18,7 +18,7 @@ The expander reports nothing: what it cannot evaluate becomes an issue record of
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -125,7 +125,7 @@ class Expander:
         for c in node.children:
             self._find_sites(c, inner)  # type: ignore[arg-type]
 
-    def iterations(self, lid: int) -> list[tuple[int, int]]:
+    def iterations(self, lid: int) -> Sequence[tuple[int, int]]:
         """(iteration value, weight) pairs expanded for loop `lid`."""
         return self.window.iterations[lid]
 

@@ -11,12 +11,13 @@ slabs of persistent written buffers are disjoint.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from pgraph.expand.compiled import BoxFn, region_function, safe_values
 from pgraph.expr import free_vars
 from pgraph.ir import program as ir
 from pgraph.ir.instances import boxes_overlap, flat
-from pgraph.ir.queries import Box, Evaluator, Window, axis_values, outlives_iteration, roots
+from pgraph.ir.queries import AllIterations, Box, Evaluator, Window, axis_values, outlives_iteration, roots
 from pgraph.kinds import AccessKind, CarryKind, Direction, ScopeMode
 
 #: Evaluations allowed for the per-iteration slab check before falling back to full expansion.
@@ -206,11 +207,11 @@ def make_window(p: ir.Program, full: bool) -> Window:
     """Every loop's enumerated iterations: all of them with `full` or when the loop differs per
     iteration or has at most two, else the two-iteration window with its weights."""
     same = set() if full else identical_loops(p)
-    its: dict[int, list[tuple[int, int]]] = {}
+    its: dict[int, Sequence[tuple[int, int]]] = {}
     for lp in p.loops:
         a = lp.axis
         if lp.id not in same or a.size <= 2:
-            its[lp.id] = [(v, 1) for v in range(a.lo, a.hi)]
+            its[lp.id] = AllIterations(a.lo, a.hi)
         else:
             its[lp.id] = [(a.lo, 1), (a.lo + 1, a.size - 1)]
     return Window(its)

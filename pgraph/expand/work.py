@@ -27,6 +27,12 @@ from pgraph.kinds import DepKind, TaskKind
 #: (10**6 tasks where 85 were meant) is far beyond it, and PG031 stops it first.
 MAX_EXPANSION_WORK = 6_000_000
 
+#: Tasks a program may submit fully expanded (every loop iteration): the critical path and the
+#: counts walk the window once per iteration it stands for, so a loop of 2**32 layers would run
+#: for hours although its window is two layers. 50 million is 140 times the largest real graph
+#: (the 351,050-task prefill, optimisation_history.md).
+MAX_PROGRAM_TASKS = 50_000_000
+
 #: Points a dep selection is evaluated at before its target's tile space bounds it instead.
 DEP_ENUMERATION_BUDGET = 100_000
 
@@ -80,7 +86,11 @@ def carry_dep_work(p: ir.Program, window: Window, d: ir.Dispatch, dep: ir.DepRef
     others = math.prod(len(window.iterations[lid]) for lid in d.loops if lid != lp.id) * d.task_count
     if d.kind is TaskKind.SPMD and d.block_count == 0:
         return 0
-    return others * sum(init if value == lp.axis.lo else nxt for value, _ in window.iterations[lp.id])
+    its = window.iterations[lp.id]
+    if not its:
+        return 0
+    first = init if its[0][0] == lp.axis.lo else nxt
+    return others * (first + (len(its) - 1) * nxt)   # only the first value can be the loop's lo
 
 
 def tile_dep_work(p: ir.Program, window: Window, d: ir.Dispatch, dep: ir.DepRef, ev: Evaluator) -> int:
@@ -145,3 +155,14 @@ def expansion_work(p: ir.Program, window: Window) -> dict[str, int]:
     """dispatch_work of every dispatch, by name."""
     ev = Evaluator()
     return {d.name: dispatch_work(p, window, d, ev) for d in p.dispatches}
+
+
+def program_tasks(p: ir.Program) -> dict[str, int]:
+    """Per dispatch, the instances it submits with every loop fully expanded (no window)."""
+    out: dict[str, int] = {}
+    for d in p.dispatches:
+        if d.kind is TaskKind.SPMD and d.block_count == 0:
+            out[d.name] = 0
+            continue
+        out[d.name] = math.prod(p.loops[lid].axis.size for lid in d.loops) * d.task_count
+    return out

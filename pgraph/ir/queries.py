@@ -335,6 +335,38 @@ def resolve_buffer(p: ir.Program, name: str, iters_by_loop: Mapping[int, int],
     return name, (base.name, tuple(its))
 
 
+class AllIterations(Sequence[tuple[int, int]]):
+    """Every iteration lo..hi-1 of a loop as (value, 1) pairs, without materialising them: a
+    loop of 2**32 iterations costs nothing until the work guard (PG031) has refused it."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, max(hi, lo)
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        if isinstance(i, slice):
+            return [(v, 1) for v in range(self.lo, self.hi)[i]]
+        return (range(self.lo, self.hi)[i], 1)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return ((v, 1) for v in range(self.lo, self.hi))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AllIterations):
+            return (self.lo, self.hi) == (other.lo, other.hi)
+        return isinstance(other, Sequence) and len(other) == len(self) and list(other) == list(self)
+
+    def __hash__(self) -> int:
+        return hash((self.lo, self.hi))
+
+    def __repr__(self) -> str:
+        return f"AllIterations({self.lo}, {self.hi})"
+
+
 @attrs.frozen
 class Window:
     """Which iterations of each loop an expansion enumerates, with the weight each stands for.
@@ -343,7 +375,7 @@ class Window:
     [(lo, 1), (lo + 1, size - 1)] of a loop whose iterations are identical.
     """
 
-    iterations: dict[int, list[tuple[int, int]]]
+    iterations: dict[int, Sequence[tuple[int, int]]]
 
     def last(self, lid: int) -> int | None:
         """The last enumerated iteration of loop `lid` (None: the loop runs no iteration)."""
@@ -352,4 +384,7 @@ class Window:
 
     def weight(self, lid: int, value: int) -> int:
         """How many iterations `value` stands for (1 outside the window)."""
-        return dict(self.iterations.get(lid, [])).get(value, 1)
+        its = self.iterations.get(lid, [])
+        if isinstance(its, AllIterations):
+            return 1
+        return dict(its).get(value, 1)

@@ -196,11 +196,31 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
                             twins[u] = t
             peak: dict[int, int] = {}
             inner = carried
-            for _ in range(g.loop_weight(lid, lo[lid] + 1)):
+            passes = g.loop_weight(lid, lo[lid] + 1)
+            prev: list[int] | None = None
+            step: int | None = None
+            for done in range(1, passes + 1):
                 evaluate(i, j, (*active, lid), inner)
                 for u, t in twins.items():
                     peak[u] = max(peak.get(u, 0), dist[t])
                 inner = {**carried, **{u: dist[t] for u, t in twins.items()}}
+                cur = dist[i:j]
+                if prev is not None:
+                    delta = {a - b for a, b in zip(cur, prev)}
+                    if len(delta) == 1 and step == next(iter(delta)):
+                        # two passes in a row moved every node by the same amount: every node's
+                        # longest path now comes through the previous pass (the values from outside
+                        # the loop, which stay put, no longer win anywhere), so each later pass adds
+                        # the same again; jump to the last pass
+                        rest = passes - done
+                        for k in range(i, j):
+                            dist[k] += rest * step
+                        for u, t in twins.items():
+                            peak[u] = max(peak[u], dist[t])
+                        best = max(best, max(dist[i:j], default=0))
+                        break
+                    step = next(iter(delta)) if len(delta) == 1 else None
+                prev = cur
             for u, value in peak.items():
                 dist[u] = max(dist[u], value)
             i = j

@@ -21,6 +21,7 @@ from pgraph.pipeline import Options, PipelineError, check_order, plan_program
 from pgraph.plan.base import FactMissing, Plan
 from pgraph.plan.critical_path import CriticalPathPass
 from pgraph.plan.early_dispatch import EarlyDispatchPass
+from pgraph.plan.reach import Reach
 from tests.conftest import HEAD_SPEC, ROOT
 from tests.unit.test_diagnostics import corpus_files, spec_options
 
@@ -134,6 +135,9 @@ def test_reading_a_missing_fact_at_run_time_names_it() -> None:
     plan, _ = plan_program(HEAD_SPEC, Options(layers=1))
     assert plan is not None
     bare = Plan(plan.program, plan.graph, plan.bag)
+    with pytest.raises(FactMissing, match="Reach"):   # the first fact the pass reads
+        CriticalPathPass().run(bare)
+    bare.put(plan.get(Reach))
     with pytest.raises(FactMissing, match="EarlyStatus"):
         CriticalPathPass().run(bare)
 

@@ -131,7 +131,7 @@ def test_planted_file_symlink_target_is_not_overwritten(old_build: Path, spec: P
     assert build(spec, old_build)[0] == 0
     assert victim.read_bytes() == b"precious\n"
     cfg = old_build / "kernel_config.py"
-    assert not cfg.is_symlink() and cfg.read_text(encoding="utf-8").startswith("# Kernel configuration")
+    assert not cfg.is_symlink() and cfg.read_text(encoding="utf-8").startswith("# Kernel and Orchestration Configuration")
 
 
 def test_planted_folder_symlink_is_not_written_through(old_build: Path, spec: Path, tmp_path: Path) -> None:
