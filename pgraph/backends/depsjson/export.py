@@ -57,6 +57,7 @@ class TaskNote:
     phase: str | None
     layer: int | None
     alloc: bool = False
+    kernel: str | None = None
 
 
 @attrs.frozen
@@ -160,14 +161,15 @@ def export(plan: Plan) -> SpecSide:
             continue
         assert d is not None
         tid = ids[inst.id][0]
-        notes[tid] = TaskNote(inst.label, d.span, d.name, d.phase, _layer(plan, inst))
         task_inst[tid] = inst
         if inst.kind is TaskKind.DUMMY:
+            notes[tid] = TaskNote(inst.label, d.span, d.name, d.phase, _layer(plan, inst))
             tasks.append(DepsTask(tid, str(scope.mode), False, (-1, -1, -1), inst.blocks, ()))
             continue
         kname = kernel_at(program, d, instance_env(program, d, inst.iters, inst.index))
         if kname is None:
             raise InternalError(f"task {inst.label} has no kernel")
+        notes[tid] = TaskNote(inst.label, d.span, d.name, d.phase, _layer(plan, inst), kernel=kname)
         fid = fids.ids(kname)
         core = program.kernels[kname].core
         kernel_ids = ((fid[0], fid[1], fid[1]) if core is Core.MIX else (fid[0], -1, -1) if core is Core.AIC
