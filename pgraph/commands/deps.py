@@ -237,7 +237,7 @@ def diff_lines(old: Loaded, new: Loaded, res: DiffResult, limit: int) -> list[st
     else:
         lines.append(f"first divergence: {res.first}")
         lines.append(f"{len(res.changes)} change(s):")
-        sign = {"removed": "-", "added": "+", "changed": "~"}
+        sign = {"removed": "-", "added": "+", "changed": "~", "moved": ">"}
         for c in res.changes[:limit]:
             lines.append(_change_line(c, sign[c.kind.split()[1]]))
         if len(res.changes) > limit:

@@ -4,8 +4,8 @@ Tasks are aligned in submit order (difflib's longest matching blocks) on a key: 
 when both sides come from specs (`gate_proj.late[n=6,k=0]@L=1`), otherwise the kernel ids
 (a dummy has none). Aligned tasks are compared field by field (kernel, block_num,
 early_dispatch, scope, ring); in an unaligned stretch of a capture, tasks are paired in order
-when both stretches are as long (a task whose kernel changed), otherwise they are removed and
-added. Edges are compared as multisets keyed by (aligned producer, aligned consumer, source,
+when both stretches are as long (same kernels, other blocks or regions), otherwise they are removed
+and added; a removed and an added task with the same key are one task moved in the order. Edges are compared as multisets keyed by (aligned producer, aligned consumer, source,
 argument): an edge only one side has is added or removed, a different entry count, flag set or
 overlap class is a change. Edges of a removed or added task are implied by it and only counted.
 Alloc producers (absent from tasks[]) are one producer, "alloc".
@@ -93,6 +93,12 @@ def _kernel_key(t: DepsTask) -> str:
     return "dummy" if t.is_dummy else "k" + ",".join(map(str, t.kernel_ids))
 
 
+def _shape_key(t: DepsTask) -> str:
+    """Kernel ids, blocks and argument regions (not tensor ids: a capture's addresses differ)."""
+    args = ";".join(f"{a.type}:{a.region.start_offset}:{a.region.shape}:{a.region.strides}" for a in t.args)
+    return f"{_kernel_key(t)}/{t.block_num}/{args}"
+
+
 def _stem(note: TaskNote | None, t: DepsTask | None) -> str:
     if note is not None:
         return note.dispatch
@@ -115,15 +121,30 @@ class _Diff:
         self.layer: dict[Slot, int | None] = {}
         self.items: dict[tuple[str, str], list[tuple[int, int | None, str, Span | None]]] = defaultdict(list)
         self.implied = 0
+        self.moved: set[int] = set()
 
     def note(self, side: Side, t: DepsTask) -> TaskNote | None:
-        return side.notes.get(t.task_id) if side.notes is not None else None
+        """The spec's note of `t`; for a capture task, a note of a spec task with its kernel ids
+        (its dispatch name and span; the label names the capture task by ring:local)."""
+        if side.notes is not None:
+            return side.notes.get(t.task_id)
+        if not self.__dict__.get("_by_kernel"):
+            by: dict[str, TaskNote] = {}
+            for other in (self.new, self.old):
+                if other.notes is not None:
+                    for ot in other.graph.tasks:
+                        n = other.notes.get(ot.task_id)
+                        if n is not None and not ot.is_dummy:
+                            by.setdefault(_kernel_key(ot), n)
+            self.__dict__["_by_kernel"] = by or {"": None}
+        n = self.__dict__["_by_kernel"].get(_kernel_key(t))
+        return None if n is None else attrs.evolve(n, label=f"task {t.ring}:{t.local}")
 
     def key(self, side: Side, t: DepsTask) -> str:
         if self.by_label:
             n = self.note(side, t)
-            return n.label if n is not None else _kernel_key(t)
-        return _kernel_key(t)
+            return n.label if n is not None else _shape_key(t)
+        return _shape_key(t)
 
     def add(self, kind: str, what: str, pos: int, layer: int | None, example: str, span: Span | None) -> None:
         self.items[(kind, what)].append((pos, layer, example, span))
@@ -135,12 +156,42 @@ class _Diff:
         pairs: list[tuple[int | None, int | None]] = []
         sm = difflib.SequenceMatcher(None, ka, kb, autojunk=False)
         for op, i1, i2, j1, j2 in sm.get_opcodes():
-            if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1 and not self.by_label):
+            if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1 and not self.by_label
+                                 and all(_kernel_key(a[i]) == _kernel_key(b[j])
+                                         for i, j in zip(range(i1, i2), range(j1, j2), strict=True))):
                 pairs.extend(zip(range(i1, i2), range(j1, j2), strict=True))
+            elif op == "replace" and not self.by_label:  # pair same-kernel tasks inside the stretch
+                sub = difflib.SequenceMatcher(None, [_kernel_key(t) for t in a[i1:i2]],
+                                              [_kernel_key(t) for t in b[j1:j2]], autojunk=False)
+                for sop, x1, x2, y1, y2 in sub.get_opcodes():
+                    if sop == "equal":
+                        pairs.extend(zip(range(i1 + x1, i1 + x2), range(j1 + y1, j1 + y2), strict=True))
+                    else:
+                        pairs.extend((i, None) for i in range(i1 + x1, i1 + x2))
+                        pairs.extend((None, j) for j in range(j1 + y1, j1 + y2))
             else:
                 pairs.extend((i, None) for i in range(i1, i2))
                 pairs.extend((None, j) for j in range(j1, j2))
-        return pairs
+        # a task both sides submit, elsewhere in the order: moved (paired at its new position)
+        loose: dict[str, list[int]] = defaultdict(list)
+        for i, j in pairs:
+            if j is None and i is not None:
+                loose[ka[i]].append(i)
+        moved: dict[int, int] = {}
+        for i, j in pairs:
+            if i is None and j is not None and loose.get(kb[j]):
+                moved[j] = loose[kb[j]].pop(0)
+        gone = set(moved.values())
+        out: list[tuple[int | None, int | None]] = []
+        for i, j in pairs:
+            if j is None and i in gone:
+                continue
+            if i is None and j is not None and j in moved:
+                out.append((moved[j], j))
+                self.moved.add(j)
+            else:
+                out.append((i, j))
+        return out
 
     def layer_of(self, side: Side, t: DepsTask) -> int | None:
         n = self.note(side, t)
@@ -171,6 +222,10 @@ class _Diff:
                 n = self.note(self.old, ta)
                 self.add("task removed", _stem(n, ta), pos, layer, _label(n, ta), n.span if n else self._near(pairs, pos))
             elif ta is not None and tb is not None:
+                if j in self.moved:
+                    n = self.note(self.new, tb) or self.note(self.old, ta)
+                    self.add("task moved", f"{_stem(n, tb)}: submit order", pos, layer, _label(n, tb),
+                             n.span if n else None)
                 self.compare_tasks(ta, tb, pos, layer)
         self.compare_edges()
         changes = []
@@ -293,7 +348,13 @@ class _Diff:
             return None, None
         tid = slots_rev[slot]
         index = self._index(side)
-        return (side.notes.get(tid) if side.notes else None), side.graph.tasks[index[tid]]
+        note = side.notes.get(tid) if side.notes else None
+        if note is None:
+            other, rev = (self.old, self.slot_old) if side is self.new else (self.new, self.slot_new)
+            if other.notes is not None:
+                otid = next((k for k, v in rev.items() if v == slot), None)
+                note = other.notes.get(otid) if otid is not None else None
+        return note, side.graph.tasks[index[tid]]
 
     def _index(self, side: Side) -> dict[int, int]:
         cache = self.__dict__.setdefault("_index_cache", {})
