@@ -118,6 +118,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
         add_sim_arguments(sim)
+    export = sub.add_parser("export", help="write the planned instance graph as simpler's deps.json")
+    _common(export)
+    export.add_argument("--deps-json", required=True, metavar="OUT", help="the deps.json to write (atomically)")
+    imp = sub.add_parser("import", help="read a deps.json (a capture or an export): summary, or the normalised view")
+    imp.add_argument("deps_json", metavar="DEPS_JSON", help="the deps.json file")
+    imp.add_argument("--tasks", action="store_true", help="also list every task in submit order with its producers")
+    imp.add_argument("--format", choices=("text", "json"), default="text",
+                     help="text: the summary; json: the normalised deps.json (ids as strings, records merged)")
+    imp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
+                                      "per-layer counts, diagnostics, critical path")
+    dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
+    dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
+    dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                     help="override a constant of the spec side(s) before folding (repeatable)")
+    dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
+    dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+    dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
+    dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -267,6 +287,33 @@ def cmd_sim(args: argparse.Namespace) -> int:
     return run(args, _options(args), _emit_diagnostics, write)
 
 
+def _atomic(path: Path, text: str) -> None:
+    from pgraph.backends.output import write_atomic
+
+    _write_or_usage_error(lambda: write_atomic(path, text), str(path))
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """`pgraph export SPEC --deps-json OUT` (pgraph.commands.deps)."""
+    from pgraph.commands.deps import run_export
+
+    return run_export(args, _options(args), _emit_diagnostics, _atomic)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """`pgraph import DEPS_JSON` (pgraph.commands.deps)."""
+    from pgraph.commands.deps import run_import
+
+    return run_import(args, _atomic)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`pgraph diff OLD NEW` (pgraph.commands.deps)."""
+    from pgraph.commands.deps import run_diff
+
+    return run_diff(args, _options(args), _emit_diagnostics, _atomic)
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """`pgraph explain CODE`: the rule's documentation."""
     from pgraph.explain import explain
@@ -281,6 +328,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
+    "export": cmd_export, "import": cmd_import, "diff": cmd_diff,
 }
 
 

@@ -1,6 +1,6 @@
 // pgraph recording-runtime driver: runs a generated orchestration entry on fake tensors.
 //
-// usage: driver ARGS_FILE RECORD_FILE
+// usage: driver ARGS_FILE RECORD_FILE [DEPS_JSON]   (DEPS_JSON: also write the graph as deps.json)
 // ARGS_FILE lines, in orchestration argument order:
 //   tensor <DataType spelling> <ndims> <dim...>     (orch_args.tensor(k), k counts tensors)
 //   scalar <unsigned 64-bit value>                   (orch_args.scalar(j), j counts scalars)
@@ -46,8 +46,8 @@ bool parse_dtype(const char* s, DataType* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s ARGS_FILE RECORD_FILE\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s ARGS_FILE RECORD_FILE [DEPS_JSON]\n", argv[0]);
         return 2;
     }
     FILE* in = fopen(argv[1], "r");
@@ -104,6 +104,10 @@ int main(int argc, char** argv) {
     rt_orchestration_done();
     if (!recorder_write(argv[2])) {
         fprintf(stderr, "cannot write %s\n", argv[2]);
+        return 2;
+    }
+    if (argc == 4 && !recorder_write_deps_json(argv[3])) {
+        fprintf(stderr, "cannot write %s\n", argv[3]);
         return 2;
     }
     if (recorder_open_scopes() != 0) return 4;

@@ -19,6 +19,8 @@
 //     the layout is row-major), INOUT removing every entry it COVERS; then, after all
 //     lookups, INOUT and OUTPUT_EXISTING are inserted as new entries;
 //   - edges are deduplicated per producer per submission (flags OR-ed).
+//   - besides, every edge as dep_gen lists it (explicit entry, creator or TensorMap hit per
+//     argument, not deduplicated), written as deps.json by recorder_write_deps_json();
 // Nothing completes or retires, so every entry stays live: the recorded graph is the
 // dependency structure, not a schedule. Besides the graph it records the calling interface of
 // every submit: func ids, each tensor argument's tag, buffer, start offset, shape and strides,
@@ -77,6 +79,20 @@ struct ArgRec {
     uint32_t shapes[kMaxDims];
     uint32_t strides[kMaxDims];
     DataType dtype;
+    int32_t version;
+    uint64_t buffer_bytes;
+};
+
+// One edge as dep_gen's deps.json lists it (reference §6.1): every explicit dep entry, every
+// creator edge and every overlapping TensorMap entry of every argument, before deduplication.
+struct EdgeEvent {
+    int pred;
+    int succ;
+    int arg;      // -1 for an explicit dep
+    int source;   // kExplicit | kCreator | kTensorMap
+    int overlap;  // tensormap only: kCovered or kOther
+    ArgRec consumer;
+    ArgRec producer;
 };
 
 struct TaskRec {
@@ -119,6 +135,7 @@ struct Recorder {
     PTO2Runtime rt;  // first member: the runtime pointer handed to generated code
     std::vector<TaskRec> tasks;
     std::map<std::pair<int, int>, int> edges;
+    std::vector<EdgeEvent> edge_log;
     std::vector<ScopeRec> stack;
     std::vector<ScopeInfo> scopes;
     uint32_t next_local[kMaxRingDepth] = {0, 0, 0, 0};
@@ -242,6 +259,8 @@ ArgRec arg_of(const ChipTensor& c, TensorArgType tag) {
     ar.start_offset = c.start_offset;
     ar.ndims = c.ndims;
     ar.dtype = c.dtype;
+    ar.version = c.version;
+    ar.buffer_bytes = c.buffer.size;
     for (uint32_t d = 0; d < c.ndims && d < kMaxDims; ++d) {
         ar.shapes[d] = c.shapes[d];
         ar.strides[d] = c.strides[d];
@@ -293,6 +312,7 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
         }
         r.tasks[idx].deps.push_back(it->second);
         add_edge(r, it->second, idx, kExplicit);
+        r.edge_log.push_back(EdgeEvent{it->second, idx, -1, kExplicit, kNone, ArgRec{}, ArgRec{}});
     }
     if (in_manual(r)) return finish(r, idx);
     std::vector<const ChipTensor*> reg;
@@ -301,7 +321,11 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
         TensorArgType tag = a.tag(i);
         if (c.owner_task_id.is_valid()) {
             auto it = r.by_raw.find(c.owner_task_id.raw);
-            if (it != r.by_raw.end()) add_edge(r, it->second, idx, kCreator);
+            if (it != r.by_raw.end()) {
+                add_edge(r, it->second, idx, kCreator);
+                r.edge_log.push_back(EdgeEvent{it->second, idx, static_cast<int>(i), kCreator, kNone, arg_of(c, tag),
+                                               ArgRec{}});
+            }
         }
         if ((tag == TensorArgType::INPUT || tag == TensorArgType::INOUT) && !c.manual_dep) {
             auto found = r.tensormap.find(c.buffer.addr);
@@ -309,7 +333,11 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
                 std::vector<Entry> keep;
                 for (const Entry& e : found->second) {
                     Overlap o = check_overlap(c, e.tensor);
-                    if (o != kNone && e.producer != idx) add_edge(r, e.producer, idx, kTensorMap);
+                    if (o != kNone && e.producer != idx) {
+                        add_edge(r, e.producer, idx, kTensorMap);
+                        r.edge_log.push_back(EdgeEvent{e.producer, idx, static_cast<int>(i), kTensorMap, o,
+                                                       arg_of(c, tag), arg_of(e.tensor, TensorArgType::INOUT)});
+                    }
                     if (o == kCovered && tag == TensorArgType::INOUT) continue;
                     keep.push_back(e);
                 }
@@ -598,5 +626,115 @@ bool recorder_write(const char* path) {
     }
     for (const auto& e : r.edges) fprintf(f, "edge %d %d %d\n", e.first.first, e.first.second, e.second);
     if (r.fatal_code != 0) fprintf(f, "fatal %d %s\n", r.fatal_code, r.fatal_msg.c_str());
+    return fclose(f) == 0;
+}
+
+// ---- deps.json (pgraph reference runtime_and_orchestration.md §6.1) ----
+namespace {
+
+const char* dtype_name(DataType t) {
+    static const char* names[] = {"FLOAT32", "FLOAT16", "INT32",  "INT16", "INT8",      "UINT8",   "BFLOAT16", "INT64",
+                                  "UINT64",  "UINT16",  "UINT32", "BOOL",  "FP8E4M3FN", "FP8E8M0", "FP4E2M1"};
+    unsigned v = static_cast<unsigned>(t);
+    return v < sizeof names / sizeof names[0] ? names[v] : "UNKNOWN";
+}
+
+// tensor_id: 64-bit FNV-1a over the buffer address (8 bytes, little endian) and the version
+// (4 bytes, little endian).
+uint64_t tensor_id(uint64_t addr, int32_t version) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 0; i < 8; ++i) {
+        h ^= (addr >> (8 * i)) & 0xffu;
+        h *= 0x100000001b3ull;
+    }
+    uint32_t v = static_cast<uint32_t>(version);
+    for (int i = 0; i < 4; ++i) {
+        h ^= (v >> (8 * i)) & 0xffu;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+void write_dims(FILE* f, const char* key, const uint32_t* v, uint32_t n) {
+    fprintf(f, "\"%s\": [", key);
+    for (uint32_t d = 0; d < n; ++d) fprintf(f, "%s%u", d ? ", " : "", v[d]);
+    fprintf(f, "]");
+}
+
+void write_region(FILE* f, const char* prefix, const ArgRec& a) {
+    std::string k = std::string(prefix) + "shape";
+    write_dims(f, k.c_str(), a.shapes, a.ndims);
+    fprintf(f, ", \"%sstart_offset\": %llu, ", prefix, static_cast<unsigned long long>(a.start_offset));
+    k = std::string(prefix) + "strides";
+    write_dims(f, k.c_str(), a.strides, a.ndims);
+}
+
+}  // namespace
+
+// deps.json as dep_gen writes it: tasks[] (compute and dummy submits, in submit order; alloc
+// tasks absent), tensors[] (every buffer an argument names, in first-use order), edges[] (in
+// the order the submits met them). 64-bit ids are JSON strings.
+bool recorder_write_deps_json(const char* path) {
+    FILE* f = fopen(path, "w");
+    if (f == nullptr) return false;
+    const Recorder& r = g_rec;
+    std::vector<std::pair<uint64_t, const ArgRec*>> tensors;
+    std::map<uint64_t, bool> seen;
+    fprintf(f, "{\"tasks\": [");
+    bool first = true;
+    for (const TaskRec& t : r.tasks) {
+        if (std::string(t.kind) == "alloc") continue;
+        fprintf(f, "%s\n{\"task_id\": \"%llu\", \"scope\": \"%s\", \"early_dispatch\": %s, \"kernel_ids\": [%d, %d, %d], "
+                   "\"block_num\": %d, \"args\": [",
+                first ? "" : ",", static_cast<unsigned long long>(t.id.raw), t.manual ? "manual" : "auto",
+                t.early ? "true" : "false", t.kernels.aic_kernel_id, t.kernels.aiv0_kernel_id, t.kernels.aiv1_kernel_id,
+                t.blocks);
+        first = false;
+        for (size_t i = 0; i < t.args.size(); ++i) {
+            const ArgRec& a = t.args[i];
+            uint64_t id = tensor_id(a.addr, a.version);
+            if (!seen[id]) {
+                seen[id] = true;
+                tensors.emplace_back(id, &a);
+            }
+            fprintf(f, "%s{\"idx\": %zu, \"type\": \"%s\", \"tensor_id\": \"%llu\", \"dtype\": \"%s\", ", i ? ", " : "", i,
+                    tag_name(a.tag), static_cast<unsigned long long>(id), dtype_name(a.dtype));
+            write_region(f, "", a);
+            fprintf(f, "}");
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n],\n\"tensors\": [");
+    first = true;
+    for (const auto& [id, a] : tensors) {
+        fprintf(f, "%s\n{\"tensor_id\": \"%llu\", \"buffer_addr\": \"%llu\", \"version\": %d, \"dtype\": \"%s\", "
+                   "\"buffer_numel\": %llu}",
+                first ? "" : ",", static_cast<unsigned long long>(id), static_cast<unsigned long long>(a->addr),
+                a->version, dtype_name(a->dtype),
+                static_cast<unsigned long long>(a->buffer_bytes / get_element_size(a->dtype)));
+        first = false;
+    }
+    fprintf(f, "\n],\n\"edges\": [");
+    first = true;
+    for (const EdgeEvent& e : r.edge_log) {
+        const char* source = e.source == kExplicit ? "explicit" : e.source == kCreator ? "creator" : "tensormap";
+        const char* flags = e.source == kTensorMap ? "[\"wait\"]" : "[\"wait\", \"retain\"]";
+        fprintf(f, "%s\n{\"pred\": \"%llu\", \"succ\": \"%llu\", \"arg\": %d, \"source\": \"%s\", \"flags\": %s",
+                first ? "" : ",", static_cast<unsigned long long>(r.tasks[e.pred].id.raw),
+                static_cast<unsigned long long>(r.tasks[e.succ].id.raw), e.arg, source, flags);
+        first = false;
+        if (e.source != kExplicit) {
+            fprintf(f, ", \"tensor_id\": \"%llu\", \"consumer_dtype\": \"%s\", ",
+                    static_cast<unsigned long long>(tensor_id(e.consumer.addr, e.consumer.version)),
+                    dtype_name(e.consumer.dtype));
+            write_region(f, "consumer_", e.consumer);
+        }
+        if (e.source == kTensorMap) {
+            fprintf(f, ", \"overlap\": \"%s\", ", e.overlap == kCovered ? "covered" : "other");
+            write_region(f, "producer_", e.producer);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n]}\n");
     return fclose(f) == 0;
 }

@@ -11,3 +11,5 @@ int recorder_open_scopes();
 int recorder_fatal_code();
 // Write the record (format: recording_runtime.cpp, recorder_write). False on I/O error.
 bool recorder_write(const char* path);
+// Write the graph as deps.json (format: recording_runtime.cpp, recorder_write_deps_json). False on I/O error.
+bool recorder_write_deps_json(const char* path);

@@ -1,0 +1,385 @@
+"""simpler's `deps.json` (`--enable-dep-gen`): the typed records, a tolerant reader and a writer.
+
+Format (pgraph reference runtime_and_orchestration.md §6.1; simpler `docs/dfx/dep-gen.md`,
+writer `TRB/host/dep_gen_replay.cpp`):
+
+- `tasks[]`: `{task_id, scope "auto"|"manual", early_dispatch, kernel_ids [aic, aiv0, aiv1]
+  (-1 = inactive), block_num, args[]}`, one per `submit_task` / `submit_dummy_task`, in submit
+  order; alloc tasks are absent. Each arg: `{idx, type INPUT|OUTPUT|INOUT|OUTPUT_EXISTING,
+  tensor_id, dtype, shape[], start_offset, strides[]}` (offsets and strides in elements).
+- `tensors[]`: `{tensor_id (64-bit FNV-1a of buffer address and version), buffer_addr, version,
+  dtype, buffer_numel}`.
+- `edges[]`: `{pred, succ, arg (-1 for explicit), source explicit|creator|tensormap, flags ⊆
+  [wait, retain]}`; creator and tensormap edges add `tensor_id` and the consumer's region
+  (`consumer_dtype`, `consumer_shape`, `consumer_start_offset`, `consumer_strides`); tensormap
+  edges add `overlap covered|other` and the producer's region (`producer_shape`,
+  `producer_start_offset`, `producer_strides`).
+
+Task ids use the `PTO2TaskId.raw` layout, `(ring << 32) | local`. 64-bit ids are JSON strings;
+the reader also takes integers. Quirks the reader accepts (and counts in `Quirks`): ids as
+strings or integers; a task record repeated with the same id (an overflow record: the runtime
+keeps 64 explicit deps inline and spills the rest into overflow records of 582 each), merged
+into the first when it agrees with it; duplicate (pred, succ) entries (one per dep entry and
+per argument); `pred` ids missing from `tasks[]` (alloc tasks). Anything else malformed raises
+`DepsFormatError` with the JSON path (`tasks[3].block_num`) and, for a syntax error, the line
+and column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+__all__ = ["ARG_TYPES", "DepsArg", "DepsEdge", "DepsFormatError", "DepsGraph", "DepsTask", "DepsTensor", "Quirks",
+           "Region", "fnv1a_tensor_id", "parse", "render"]
+
+ARG_TYPES = ("INPUT", "OUTPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP")
+SOURCES = ("explicit", "creator", "tensormap")
+FLAGS = ("wait", "retain")
+_U64 = (1 << 64) - 1
+
+
+class DepsFormatError(ValueError):
+    """A deps.json that is not valid JSON or not in the format: `where` is the JSON path (or
+    `line L col C` for a syntax error)."""
+
+    def __init__(self, where: str, message: str, line: int = 0, col: int = 0) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+        self.line = line
+        self.col = col
+
+
+def fnv1a_tensor_id(addr: int, version: int) -> int:
+    """simpler dep_gen's tensor id: 64-bit FNV-1a over the buffer address (8 bytes, little
+    endian) then the version (int32, 4 bytes, little endian)."""
+    h = 0xCBF29CE484222325
+    for byte in (addr & _U64).to_bytes(8, "little") + (version & 0xFFFFFFFF).to_bytes(4, "little"):
+        h = ((h ^ byte) * 0x100000001B3) & _U64
+    return h
+
+
+@attrs.frozen
+class Region:
+    """A strided region of a buffer: dtype (simpler `DataType` spelling), shape and strides (elements),
+    start offset (elements from the buffer's base)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    start_offset: int
+    strides: tuple[int, ...]
+
+
+@attrs.frozen
+class DepsArg:
+    """One tensor argument of a task: position `idx`, tag `type`, the tensor it names, its region."""
+
+    idx: int
+    type: str
+    tensor_id: int
+    region: Region
+
+
+@attrs.frozen
+class DepsTask:
+    """One submitted task (a compute task or a dummy; alloc tasks are not listed).
+
+    `task_id` is `PTO2TaskId.raw` = (ring << 32) | local; `kernel_ids` = (aic, aiv0, aiv1), -1
+    inactive (a dummy has none); `block_num` is the SPMD block count (0 for a dummy)."""
+
+    task_id: int
+    scope: str
+    early_dispatch: bool
+    kernel_ids: tuple[int, int, int]
+    block_num: int
+    args: tuple[DepsArg, ...]
+
+    @property
+    def ring(self) -> int:
+        """The ring the task id was taken from (simpler: min(scope depth, 3))."""
+        return self.task_id >> 32
+
+    @property
+    def local(self) -> int:
+        """The per-ring task counter value."""
+        return self.task_id & 0xFFFFFFFF
+
+    @property
+    def is_dummy(self) -> bool:
+        """True for a `submit_dummy_task` (no kernel)."""
+        return self.kernel_ids == (-1, -1, -1)
+
+
+@attrs.frozen
+class DepsTensor:
+    """One buffer version: id, base address, version, element dtype, element count."""
+
+    tensor_id: int
+    buffer_addr: int
+    version: int
+    dtype: str
+    buffer_numel: int
+
+
+@attrs.frozen
+class DepsEdge:
+    """One edge record: producer and consumer ids, the consumer's argument (-1: explicit), why
+    (`source`), the fanin flags; for creator/tensormap the tensor and the consumer's region, for
+    tensormap the overlap class and the producer's region."""
+
+    pred: int
+    succ: int
+    arg: int
+    source: str
+    flags: tuple[str, ...]
+    tensor_id: int | None = None
+    consumer: Region | None = None
+    overlap: str | None = None
+    producer: Region | None = None
+
+
+@attrs.frozen
+class Quirks:
+    """What the reader met and tolerated: ids written as integers, overflow records merged,
+    repeated (pred, succ) pairs, preds that are alloc tasks (absent from tasks[])."""
+
+    integer_ids: int = 0
+    overflow_records: int = 0
+    duplicate_pairs: int = 0
+    alloc_preds: int = 0
+
+
+@attrs.frozen
+class DepsGraph:
+    """A deps.json: tasks in submit order, tensors, edges in file order, and the reader's quirks."""
+
+    tasks: tuple[DepsTask, ...]
+    tensors: tuple[DepsTensor, ...]
+    edges: tuple[DepsEdge, ...]
+    quirks: Quirks = Quirks()
+
+    def task_index(self) -> dict[int, int]:
+        """task id -> position in submit order."""
+        return {t.task_id: i for i, t in enumerate(self.tasks)}
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.integer_ids = 0
+
+    def obj(self, value: Any, where: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise DepsFormatError(where, f"expected an object, found {_kind(value)}")
+        return value
+
+    def field(self, rec: Mapping[str, Any], key: str, where: str) -> Any:
+        if key not in rec:
+            raise DepsFormatError(where, f"missing field '{key}'")
+        return rec[key]
+
+    def int_(self, rec: Mapping[str, Any], key: str, where: str, lo: int | None = 0) -> int:
+        v = self.field(rec, key, where)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise DepsFormatError(f"{where}.{key}", f"expected an integer, found {_kind(v)}")
+        if lo is not None and v < lo:
+            raise DepsFormatError(f"{where}.{key}", f"must be at least {lo}, found {v}")
+        return v
+
+    def id_(self, rec: Mapping[str, Any], key: str, where: str) -> int:
+        """A 64-bit id: a decimal string (the format) or an integer (tolerated)."""
+        v = self.field(rec, key, where)
+        if isinstance(v, bool):
+            raise DepsFormatError(f"{where}.{key}", "expected an id, found a boolean")
+        if isinstance(v, int):
+            self.integer_ids += 1
+            out = v
+        elif isinstance(v, str):
+            text = v.strip()
+            try:
+                out = int(text, 16) if text.lower().startswith("0x") else int(text, 10)
+            except ValueError:
+                raise DepsFormatError(f"{where}.{key}", f"expected a decimal id, found '{v}'") from None
+        else:
+            raise DepsFormatError(f"{where}.{key}", f"expected an id (string or integer), found {_kind(v)}")
+        if not 0 <= out <= _U64:
+            raise DepsFormatError(f"{where}.{key}", f"id {out} is not a 64-bit unsigned value")
+        return out
+
+    def str_(self, rec: Mapping[str, Any], key: str, where: str, choices: Iterable[str] | None = None) -> str:
+        v = self.field(rec, key, where)
+        if not isinstance(v, str):
+            raise DepsFormatError(f"{where}.{key}", f"expected a string, found {_kind(v)}")
+        if choices is not None and v not in choices:
+            raise DepsFormatError(f"{where}.{key}", f"'{v}' is not one of {', '.join(choices)}")
+        return v
+
+    def dtype(self, rec: Mapping[str, Any], key: str, where: str) -> str:
+        v = self.field(rec, key, where)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)  # a DataType value; kept as written
+        if not isinstance(v, str) or not v:
+            raise DepsFormatError(f"{where}.{key}", f"expected a dtype name, found {_kind(v)}")
+        return v
+
+    def dims(self, rec: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
+        v = self.field(rec, key, where)
+        if not isinstance(v, list) or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in v):
+            raise DepsFormatError(f"{where}.{key}", "expected a list of non-negative integers")
+        return tuple(v)
+
+    def region(self, rec: Mapping[str, Any], prefix: str, where: str, dtype: str) -> Region:
+        shape = self.dims(rec, f"{prefix}shape", where)
+        strides = self.dims(rec, f"{prefix}strides", where)
+        if len(shape) != len(strides):
+            raise DepsFormatError(where, f"'{prefix}shape' has {len(shape)} dimension(s), "
+                                         f"'{prefix}strides' {len(strides)}")
+        return Region(dtype, shape, self.int_(rec, f"{prefix}start_offset", where), strides)
+
+    def task(self, value: Any, where: str) -> DepsTask:
+        rec = self.obj(value, where)
+        kids = self.field(rec, "kernel_ids", where)
+        if (not isinstance(kids, list) or len(kids) != 3
+                or any(isinstance(k, bool) or not isinstance(k, int) or k < -1 for k in kids)):
+            raise DepsFormatError(f"{where}.kernel_ids", "expected [aic, aiv0, aiv1] integers (-1 = inactive)")
+        early = self.field(rec, "early_dispatch", where)
+        if not isinstance(early, bool):
+            raise DepsFormatError(f"{where}.early_dispatch", f"expected true or false, found {_kind(early)}")
+        raw_args = self.field(rec, "args", where)
+        if not isinstance(raw_args, list):
+            raise DepsFormatError(f"{where}.args", f"expected a list, found {_kind(raw_args)}")
+        args = []
+        for j, a in enumerate(raw_args):
+            aw = f"{where}.args[{j}]"
+            arec = self.obj(a, aw)
+            args.append(DepsArg(self.int_(arec, "idx", aw), self.str_(arec, "type", aw, ARG_TYPES),
+                                self.id_(arec, "tensor_id", aw), self.region(arec, "", aw, self.dtype(arec, "dtype", aw))))
+        return DepsTask(self.id_(rec, "task_id", where), self.str_(rec, "scope", where, ("auto", "manual")), early,
+                        (kids[0], kids[1], kids[2]), self.int_(rec, "block_num", where), tuple(args))
+
+    def tensor(self, value: Any, where: str) -> DepsTensor:
+        rec = self.obj(value, where)
+        return DepsTensor(self.id_(rec, "tensor_id", where), self.id_(rec, "buffer_addr", where),
+                          self.int_(rec, "version", where, lo=None), self.dtype(rec, "dtype", where),
+                          self.int_(rec, "buffer_numel", where))
+
+    def edge(self, value: Any, where: str) -> DepsEdge:
+        rec = self.obj(value, where)
+        source = self.str_(rec, "source", where, SOURCES)
+        flags = self.field(rec, "flags", where)
+        if not isinstance(flags, list) or any(f not in FLAGS for f in flags):
+            raise DepsFormatError(f"{where}.flags", "expected a list of \"wait\" / \"retain\"")
+        arg = self.int_(rec, "arg", where, lo=-1)
+        if (arg == -1) != (source == "explicit"):
+            raise DepsFormatError(f"{where}.arg", f"arg {arg} with source '{source}' (-1 exactly for explicit edges)")
+        edge = DepsEdge(self.id_(rec, "pred", where), self.id_(rec, "succ", where), arg, source,
+                        tuple(f for f in FLAGS if f in flags))
+        if source == "explicit":
+            return edge
+        consumer = self.region(rec, "consumer_", where, self.dtype(rec, "consumer_dtype", where))
+        edge = attrs.evolve(edge, tensor_id=self.id_(rec, "tensor_id", where), consumer=consumer)
+        if source == "creator":
+            return edge
+        producer = self.region(rec, "producer_", where, consumer.dtype)
+        return attrs.evolve(edge, overlap=self.str_(rec, "overlap", where, ("covered", "other")), producer=producer)
+
+
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def parse(text: str) -> DepsGraph:
+    """Read a deps.json text into a DepsGraph (see the module docstring for the quirks accepted).
+
+    Raises DepsFormatError: invalid JSON (with line/column), a missing or mistyped field, an
+    edge whose succ is not a task, an overflow record that disagrees with its task."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DepsFormatError(f"line {err.lineno} col {err.colno}", f"not valid JSON: {err.msg}",
+                              err.lineno, err.colno) from None
+    except RecursionError:
+        raise DepsFormatError("", "not valid JSON: nested too deeply") from None
+    r = _Reader()
+    top = r.obj(doc, "")
+    lists = {}
+    for key in ("tasks", "tensors", "edges"):
+        v = top.get(key, [] if key == "tensors" else None)
+        if not isinstance(v, list):
+            raise DepsFormatError(key, "missing" if v is None else f"expected a list, found {_kind(v)}")
+        lists[key] = v
+    tasks: list[DepsTask] = []
+    seen: dict[int, int] = {}
+    overflow = 0
+    for i, value in enumerate(lists["tasks"]):
+        t = r.task(value, f"tasks[{i}]")
+        if t.task_id in seen:  # an overflow record of a task already listed
+            first = tasks[seen[t.task_id]]
+            if attrs.evolve(t, args=first.args) != first or (t.args and t.args != first.args):
+                raise DepsFormatError(f"tasks[{i}]", f"task {t.task_id} is listed again with other fields "
+                                                     f"(an overflow record must repeat its task)")
+            overflow += 1
+            continue
+        seen[t.task_id] = len(tasks)
+        tasks.append(t)
+    tensors = tuple(r.tensor(v, f"tensors[{i}]") for i, v in enumerate(lists["tensors"]))
+    edges = tuple(r.edge(v, f"edges[{i}]") for i, v in enumerate(lists["edges"]))
+    pairs: dict[tuple[int, int], int] = {}
+    allocs: set[int] = set()
+    for i, e in enumerate(edges):
+        if e.succ not in seen:
+            raise DepsFormatError(f"edges[{i}].succ", f"task {e.succ} is not in tasks[]")
+        if e.pred not in seen:
+            if e.source == "explicit":
+                raise DepsFormatError(f"edges[{i}].pred", f"explicit dep on task {e.pred}, which is not in tasks[] "
+                                                          f"(only alloc tasks may be absent; they take no deps)")
+            allocs.add(e.pred)
+        pairs[(e.pred, e.succ)] = pairs.get((e.pred, e.succ), 0) + 1
+    quirks = Quirks(r.integer_ids, overflow, sum(n - 1 for n in pairs.values()), len(allocs))
+    return DepsGraph(tuple(tasks), tensors, edges, quirks)
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+
+def _region_json(prefix: str, reg: Region) -> dict[str, Any]:
+    return {f"{prefix}shape": list(reg.shape), f"{prefix}start_offset": reg.start_offset,
+            f"{prefix}strides": list(reg.strides)}
+
+
+def task_json(t: DepsTask) -> dict[str, Any]:
+    """One tasks[] record (ids as strings)."""
+    return {"task_id": str(t.task_id), "scope": t.scope, "early_dispatch": t.early_dispatch,
+            "kernel_ids": list(t.kernel_ids), "block_num": t.block_num,
+            "args": [{"idx": a.idx, "type": a.type, "tensor_id": str(a.tensor_id), "dtype": a.region.dtype,
+                      **_region_json("", a.region)} for a in t.args]}
+
+
+def edge_json(e: DepsEdge) -> dict[str, Any]:
+    """One edges[] record (ids as strings)."""
+    out: dict[str, Any] = {"pred": str(e.pred), "succ": str(e.succ), "arg": e.arg, "source": e.source,
+                           "flags": list(e.flags)}
+    if e.consumer is not None:
+        out.update({"tensor_id": str(e.tensor_id), "consumer_dtype": e.consumer.dtype,
+                    **_region_json("consumer_", e.consumer)})
+    if e.producer is not None:
+        out.update({"overlap": e.overlap, **_region_json("producer_", e.producer)})
+    return out
+
+
+def render(g: DepsGraph) -> str:
+    """The deps.json text: one record per line, fields in the format's order (deterministic)."""
+    def block(key: str, rows: list[dict[str, Any]]) -> str:
+        body = ",\n".join(json.dumps(row, separators=(", ", ": ")) for row in rows)
+        return f"\"{key}\": [\n{body}\n]" if rows else f"\"{key}\": []"
+
+    tensors = [{"tensor_id": str(t.tensor_id), "buffer_addr": str(t.buffer_addr), "version": t.version,
+                "dtype": t.dtype, "buffer_numel": t.buffer_numel} for t in g.tensors]
+    return ("{" + block("tasks", [task_json(t) for t in g.tasks]) + ",\n" + block("tensors", tensors) + ",\n"
+            + block("edges", [edge_json(e) for e in g.edges]) + "}\n")
