@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pgraph.diagnostics import Note
 from pgraph.expr import has_runtime
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
@@ -82,7 +83,15 @@ def declare_view(ctx: LowerContext, item: ast.ViewDecl, env: Env, scope: int | N
     base = ctx.tensors.get(item.base)
     if base is None:
         ctx.failed.add(item.name)
-        if item.base not in ctx.failed:
+        carry = ctx.carries.get(item.base)
+        if carry is not None and carry.kind is CarryKind.TENSOR:
+            # the carry's buffer changes per iteration; a view declared once cannot follow it
+            ctx.err("PG002", f"view '{item.name}' names tensor carry '{item.base}', whose buffer changes "
+                    "from one iteration to the next", item.span, [Note("the carry is declared here", carry.span)],
+                    hint=f"carry the views instead: declare `view {carry.init}_v = {carry.init} as [...]` and "
+                    f"`view {carry.next}_v = {carry.next} as [...]` before the loop and add "
+                    f"`{item.name} = {carry.init}_v then {carry.next}_v` to its carries")
+        elif item.base not in ctx.failed:
             ctx.err("PG002", f"view '{item.name}' names unknown tensor '{item.base}'", item.span)
         return
     dims = shape(ctx, item.shape, env)

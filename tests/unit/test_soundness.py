@@ -267,3 +267,40 @@ def test_zero_size_argument_is_reported(tmp_path: Path) -> None:
     """An empty view as a kernel argument: PG114 (0cf58ea: accepted, the runtime model rejected it)."""
     path = spec(tmp_path, "entry e { at a { call fill(x[2:2, :]) } }")
     assert errors(path, False) == {"PG114"}
+
+
+VIEW_OF_CARRY = """
+view xf = x as [32]
+view yf = y as [32]
+kernel flat aiv (v : in f32[32])
+entry main {
+  at s0 { call fill(y) }
+  for L in 0..3 carry p = s0 then f, cur = x then y%s {
+    %s
+    at s deps(p) { call copy(cur, y) }
+    at f deps(s) { call flat(cf) }
+  }
+}
+"""
+
+
+def test_a_view_of_a_tensor_carry_says_so_and_its_hint_builds(tmp_path: Path) -> None:
+    """docs/language.md promised views of a carry; the lowering said 'unknown tensor'. Now PG002
+    names the carry, and the hint (carry the views) gives a program whose recorded graph is the plan's."""
+    bad = spec(tmp_path, VIEW_OF_CARRY % ("", "view cf = cur as [32]"), "bad.pgl")
+    _, bag = plan_program(bad, Options())
+    errs = [d for d in bag.items if d.code.startswith("PG0")]
+    assert bag.has_errors and [d.code for d in errs] == ["PG002"]
+    assert "names tensor carry 'cur'" in errs[0].message
+    assert errs[0].hint is not None and "`cf = x_v then y_v`" in errs[0].hint
+    # the hint applied, with the views the spec already declares (xf, yf)
+    good = spec(tmp_path, VIEW_OF_CARRY % (", cf = xf then yf", ""), "good.pgl")
+    plan, bag = plan_program(good, Options())
+    assert plan is not None and not bag.has_errors, [d.message for d in bag.items]
+    # f@L=0 reads x through xf, f@L=1 and f@L=2 read y through yf
+    reads = {i.label: {a.tensor for a in plan.graph.args[i.id]} for i in plan.graph.instances
+             if i.label.startswith("f@")}
+    assert reads == {"f@L=0": {"xf"}, "f@L=1": {"yf"}, "f@L=2": {"yf"}}, reads
+    files = build(plan, BuildInfo(str(good)))
+    cpp = next(t for p, t in files.items() if p.endswith(".cpp"))
+    assert "ChipTensor cf = xf;" in cpp and "cf = yf;" in cpp
