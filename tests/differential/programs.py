@@ -732,7 +732,7 @@ class Generator:
         ctx.tensors.append((name, shape))
 
     def view(self, ctx: _Ctx) -> None:
-        bases = [t for t in ctx.tensors if t[0][0] != "c"]  # TODO(issue 10): views of a tensor carry (PG002 today)
+        bases = [t for t in ctx.tensors if t[0][0] != "c"]  # a view of a tensor carry is PG002 (docs: carry views instead)
         if not bases:
             return
         base, shape = pick(self.ch, bases)

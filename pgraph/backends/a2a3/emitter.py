@@ -21,12 +21,12 @@ from pathlib import PurePath
 
 from pgraph.expr import Expr, Name, Num
 from pgraph.ir import program as ir
-from pgraph.kinds import CarryKind, ScopeMode, Storage, TaskKind
+from pgraph.kinds import CarryKind, NodeKind, ScopeMode, Storage, TaskKind
 
 from .cexpr import FLOOR_HELPERS, add, mul, sub
 from .context import Context
 from .dtypes import DTYPES, spelling
-from .layout import Node, Path, is_single
+from .layout import Node, Path, SlotKind, is_single
 from .tasks import TaskEmitter, axis_range, tile_index
 from .writer import Writer
 
@@ -117,7 +117,7 @@ class Emitter:
         s = self.c.p.scopes[0]
         self.c.w.comment(f"entry scope: depth {s.depth}, ring {s.ring}")
         with self.c.w.block("PTO2_SCOPE()"):
-            self.scope_body(self.c.tree, (("scope", 0),))
+            self.scope_body(self.c.tree, ((NodeKind.SCOPE, 0),))
         return self.mark_unused(self.c.w.lines)
 
     def mark_unused(self, lines: list[str]) -> list[str]:
@@ -147,7 +147,7 @@ class Emitter:
         while i < len(kids):
             child = kids[i]
             i += 1
-            if child.kind == "dispatch":
+            if child.kind is NodeKind.DISPATCH:
                 d = self.c.p.dispatch(child.name)
                 if d.phase and d.phase != phase:
                     self.c.w.blank()
@@ -158,7 +158,7 @@ class Emitter:
                     self.tasks.emit_dispatch(d)
                     continue
                 members = [d]
-                while (i < len(kids) and kids[i].kind == "dispatch"
+                while (i < len(kids) and kids[i].kind is NodeKind.DISPATCH
                        and self.c.p.dispatch(kids[i].name).interleave == d.interleave):
                     self.declare_storage(path, kids[i].key)
                     members.append(self.c.p.dispatch(kids[i].name))
@@ -168,14 +168,14 @@ class Emitter:
                 phase = members[-1].phase
                 continue
             self.declare_storage(path, child.key)
-            if child.kind == "alloc":
+            if child.kind is NodeKind.ALLOC:
                 key = self.c.alloc_keys[child.name]
                 if key[1] != key[0]:  # a manual scope's batch: its TaskIds come first, as pypto emits them
-                    self.declare_storage(path, ("scope", key[1]))
+                    self.declare_storage(path, (NodeKind.SCOPE, key[1]))
                     self.c.w.blank()
                 self.allocations(key)
                 continue
-            if child.kind == "scope":
+            if child.kind is NodeKind.SCOPE:
                 phase = None
                 s = self.c.p.scopes[child.num]
                 self.c.w.blank()
@@ -272,7 +272,7 @@ class Emitter:
             return
         self._declared.add((path, before))
         for st in self.c.storage.values():
-            if st.kind == "array" and st.home == path and st.before == before:
+            if st.kind is SlotKind.ARRAY and st.home == path and st.before == before:
                 self.c.w.blank()
                 self.c.w.comment(f"TaskIds of {st.name}: one slot per tile")
                 self.declare_array(st.cname, st.size)

@@ -20,6 +20,7 @@ TaskId storage (simpler: a TaskId is a C++ local of the `PTO2_SCOPE { }` that pr
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 
@@ -28,16 +29,24 @@ import attrs
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DepKind, InternalError, NodeKind, TaskKind
 
-Key = tuple[str, int | str]
+Key = tuple[NodeKind, int | str]
+
+
+class SlotKind(enum.StrEnum):
+    """How a task's TaskIds are stored in the generated code."""
+
+    LOCAL = "local"   # one `PTO2TaskId`
+    ARRAY = "array"   # one slot per tile
+    CARRY = "carry"   # a loop-carried TaskId slot
 Path = tuple[Key, ...]
 
 
 @attrs.define
 class Node:
-    """A block of the generated code: 'scope' (id), 'loop' (id), 'dispatch' (name) or 'alloc' (an
-    allocation site, `alloc_ident`)."""
+    """A block of the generated code: a scope (id), a loop (id), a dispatch (name) or an
+    allocation site (`alloc_ident`)."""
 
-    kind: str
+    kind: NodeKind
     ident: int | str
     children: list[Node] = attrs.field(factory=list)
 
@@ -62,7 +71,7 @@ class Node:
 def _convert(node: ir.Node, path: Path, paths: dict[Key, Path]) -> Node:
     """The layout node of an IR tree node; `paths` gets every node's parent path."""
     ident = alloc_ident(node.ident) if node.kind is NodeKind.ALLOC else node.ident  # type: ignore[arg-type]
-    out = Node(str(node.kind), ident)  # type: ignore[arg-type]
+    out = Node(node.kind, ident)  # type: ignore[arg-type]
     paths[out.key] = path
     inner = (*path, out.key)
     out.children = [_convert(c, inner, paths) for c in node.children]
@@ -87,19 +96,19 @@ def _layout(p: ir.Program) -> tuple[Node, dict[Key, Path]]:
 
 def dispatch_path(p: ir.Program, d: ir.Dispatch) -> Path:
     """Container keys from the entry scope down to the block holding `d` (excluded)."""
-    return _layout(p)[1][("dispatch", d.name)]
+    return _layout(p)[1][(NodeKind.DISPATCH, d.name)]
 
 
 def alloc_path(p: ir.Program, key: ir.AllocKey) -> Path:
     """The block holding the allocation site of group `key` (its buffers' C++ names live there)."""
-    return _layout(p)[1][("alloc", alloc_ident(key))]
+    return _layout(p)[1][(NodeKind.ALLOC, alloc_ident(key))]
 
 
 def build_tree(p: ir.Program) -> Node:
     """The block tree of the generated code: the Program's program-order tree (`ir.Node`), so
     scopes and loops without tasks and the allocation sites keep their places."""
     root = _layout(p)[0]
-    if root.key != ("scope", 0):
+    if root.key != (NodeKind.SCOPE, 0):
         raise InternalError("the program tree does not start at the entry scope")
     return root
 
@@ -124,7 +133,7 @@ class Storage:
     """
 
     name: str
-    kind: str
+    kind: SlotKind
     cname: str
     size: int
     home: Path
@@ -150,12 +159,12 @@ task_slots = ir.task_slots  # distinct tasks of a tile set: the slots of a TaskI
 
 def _loop_paths(p: ir.Program) -> dict[int, Path]:
     """Path of the block holding each loop (its parent block)."""
-    return {int(key[1]): path for key, path in _layout(p)[1].items() if key[0] == "loop"}
+    return {int(key[1]): path for key, path in _layout(p)[1].items() if key[0] is NodeKind.LOOP}
 
 
 def _body_path(p: ir.Program, lp: ir.Loop, parent: Path) -> Path:
-    body: Path = (*parent, ("loop", lp.id))
-    return (*body, ("scope", lp.body_scope)) if lp.body_scope is not None else body
+    body: Path = (*parent, (NodeKind.LOOP, lp.id))
+    return (*body, (NodeKind.SCOPE, lp.body_scope)) if lp.body_scope is not None else body
 
 
 def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], dict[str, Storage], dict[int, Path]]:
@@ -184,8 +193,8 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
             consumers.setdefault(c.init, []).append(parent)
             consumers.setdefault(c.next, []).append(_body_path(p, lp, parent))
             size = max(task_slots(p, p.tilesets[c.init]), task_slots(p, p.tilesets[c.next]))
-            carries[c.name] = Storage(c.name, "carry", unique(f"{c.name}_tids", names), size, parent,
-                                      ("loop", lp.id), False)
+            carries[c.name] = Storage(c.name, SlotKind.CARRY, unique(f"{c.name}_tids", names), size, parent,
+                                      (NodeKind.LOOP, lp.id), False)
     out: dict[str, Storage] = {}
     for name, ts in p.tilesets.items():
         uses = consumers.get(name)
@@ -197,12 +206,12 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
         if local:
             home = producer_paths[0]
             valid = (first.kind is not TaskKind.DUMMY or not first.deps) and not (first.kind is TaskKind.SPMD and first.block_count == 0)
-            out[name] = Storage(name, "local", unique(f"{name}_tid", names), 1, home, ("dispatch", first.name), valid)
+            out[name] = Storage(name, SlotKind.LOCAL, unique(f"{name}_tid", names), 1, home, (NodeKind.DISPATCH, first.name), valid)
             continue
         home = common_prefix([*producer_paths, *uses])
         fp = paths[first.name]
-        before = fp[len(home)] if len(fp) > len(home) else ("dispatch", first.name)
-        out[name] = Storage(name, "array", unique(f"{name}_tids", names), slots(ts), home, before, False)
+        before = fp[len(home)] if len(fp) > len(home) else (NodeKind.DISPATCH, first.name)
+        out[name] = Storage(name, SlotKind.ARRAY, unique(f"{name}_tids", names), slots(ts), home, before, False)
     return out, carries, loop_parent
 
 

@@ -24,7 +24,7 @@ from pgraph.kinds import Core, DepKind, DimKind, InternalError, TaskKind
 from .cexpr import CxxPrinter, Interval, add, interval, mul, simplify, sub
 from .context import Context
 from .dtypes import scalar_ctype
-from .layout import is_single
+from .layout import SlotKind, is_single
 from .regions import ArgView, env_space, task_views
 
 #: CoreTaskArgs method per parameter direction.
@@ -230,7 +230,7 @@ class TaskEmitter:
     def capture(self, d: ir.Dispatch, value: str, ranges: dict[str, Interval], declare: bool) -> None:
         """Store the task's id: a local (`declare` writes its declaration) or its tile slots."""
         st = self.c.storage[d.tileset]
-        if st.kind == "local":
+        if st.kind is SlotKind.LOCAL:
             self.c.w.line(f"PTO2TaskId {st.cname} = {value};" if declare else f"{st.cname} = {value};")
             return
         ts = self.c.p.tilesets[d.tileset]
@@ -341,7 +341,7 @@ class TaskEmitter:
             ts = self.c.p.tilesets[dep.target]
             st = self.c.storage[dep.target]
             if is_single(ts):
-                ref = st.cname if st.kind == "local" else f"{st.cname}[0]"
+                ref = st.cname if st.kind is SlotKind.LOCAL else f"{st.cname}[0]"
                 cond = self.single_condition(dep, ts, ranges)
                 if cond == "0":
                     continue
