@@ -74,7 +74,12 @@ class CriticalPathPass(Pass):
         path.reverse()
         length = dist[end]
         per_layer, _ = self.extrapolate(plan, dist, length)
-        total = unrolled_length(plan, cost) if g.windowed else length
+        total = length
+        if g.windowed:
+            total, layer_ends = unrolled_length(plan, cost)
+            if per_layer is not None:
+                lo = plan.program.loops[plan.layer_loop].axis.lo if plan.layer_loop is not None else 0
+                per_layer = layer_ends.get(lo + 1, 0) - layer_ends.get(lo, 0)
         status = plan.get(EarlyStatus).status
         broken = self.first_broken(plan, path, status)
         layer_path = [n for n in path if plan.in_layer(g.instances[n])]
@@ -129,8 +134,9 @@ class CriticalPathPass(Pass):
         return per_layer, length + extra * per_layer
 
 
-def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
-    """The longest path of the fully expanded program, computed on the window.
+def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, int]]:
+    """The longest path of the fully expanded program, computed on the window, and the end of
+    each layer (the largest distance of a task of layer-loop iteration value v, keyed by v).
 
     The copy of a windowed loop's iteration lo+1 stands for iterations lo+1..hi-1, which are
     identical (pgraph.expand.window): its nodes are evaluated once per iteration they stand
@@ -146,6 +152,12 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
     preds = [list(g.pred[v]) for v in range(n)]
     dist = [0] * n
     best = 0
+    layer = plan.layer_loop
+    #: per node: its layer-loop iteration value (None outside the layer loop and for alloc tasks)
+    own_layer = [None if inst.kind is TaskKind.ALLOC or layer not in inst.loops
+                 else inst.iters[inst.loops.index(layer)] for inst in g.instances]
+    layer_ends: dict[int, int] = {}
+    layer_pass: int | None = None   # the layer value the repeated layer copy stands for now
 
     def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
         """(loop, position) of the outermost windowed loop, not already being repeated, whose
@@ -166,7 +178,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
     def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, int]) -> None:
         """Evaluate nodes a..b-1 once; `carried[u]` replaces dist[u] (a lo-copy producer, read
         from its lo+1 twin's previous pass)."""
-        nonlocal best
+        nonlocal best, layer_pass
         i = a
         while i < b:
             found = rep_loop(i, active)
@@ -179,6 +191,12 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
                 dist[i] = cost[i] + m
                 if dist[i] > best:
                     best = dist[i]
+                lv = own_layer[i]
+                if lv is not None:
+                    if layer_pass is not None:
+                        lv = layer_pass
+                    if dist[i] > layer_ends.get(lv, -1):
+                        layer_ends[lv] = dist[i]
                 i += 1
                 continue
             lid, pos = found
@@ -200,7 +218,11 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
             prev: list[int] | None = None
             step: int | None = None
             for done in range(1, passes + 1):
+                if lid == layer:
+                    layer_pass = lo[lid] + done
                 evaluate(i, j, (*active, lid), inner)
+                if lid == layer:
+                    layer_pass = None
                 for u, t in twins.items():
                     peak[u] = max(peak.get(u, 0), dist[t])
                 inner = {**carried, **{u: dist[t] for u, t in twins.items()}}
@@ -218,6 +240,10 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
                         for u, t in twins.items():
                             peak[u] = max(peak[u], dist[t])
                         best = max(best, max(dist[i:j], default=0))
+                        if lid == layer:   # each skipped layer ends `step` later than the one before
+                            last = layer_ends.get(lo[lid] + done)
+                            if last is not None:
+                                layer_ends[lo[lid] + passes] = last + rest * step
                         break
                     step = next(iter(delta)) if len(delta) == 1 else None
                 prev = cur
@@ -226,4 +252,4 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> int:
             i = j
 
     evaluate(0, n, (), {})
-    return best
+    return best, layer_ends

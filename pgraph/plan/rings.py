@@ -85,8 +85,11 @@ class _Model:
             if iu.kind is TaskKind.ALLOC:
                 continue
             n = g.extra_weight(iv, iu.loops)  # real consumers per real producer
-            exited = tuple(lid for lid, it in zip(iu.loops, iu.iters)
-                           if lid in g.windowed and lid not in iv.loops and it != lo[lid])
+            # the windowed loops whose instance the edge leaves: the consumer is not in the loop,
+            # or in another instance of it (another iteration of a loop around it)
+            exited = tuple(lid for k, (lid, it) in enumerate(zip(iu.loops, iu.iters))
+                           if lid in g.windowed and it != lo[lid]
+                           and (iv.loops[:k + 1] != iu.loops[:k + 1] or iv.iters[:k] != iu.iters[:k]))
             f = fan[u]
             if exited:
                 f.exits[exited] = f.exits.get(exited, 0) + n
