@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgraph import __version__
-from pgraph.diagnostics import DiagnosticBag, Severity, diagnostic_json, render_all_text, render_json
+from pgraph.diagnostics import (
+    DiagnosticBag,
+    Severity,
+    diagnostic_json,
+    render_all_text,
+    render_json,
+    render_note_summary,
+)
 from pgraph.pipeline import STAGES, Options, UsageError, parse_define, plan_program, run_until
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -40,7 +47,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument("--notes", action="store_true",
-                   help="also print notes (`plan` always does; `check` and `build` count them)")
+                   help="print planner notes in full (otherwise they are counted by code)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -104,13 +111,11 @@ def _options(args: argparse.Namespace, full: bool | None = None) -> Options:
 
 
 def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
-    """Print diagnostics to stderr as text; with `notes=False` notes are counted, not shown."""
+    """Print diagnostics to stderr as text; with `notes=False` notes are counted by code, not shown."""
     diags = bag.sorted()
     shown = diags if notes else [d for d in diags if d.level is not Severity.NOTE]
     text = render_all_text(shown)
-    hidden = len(diags) - len(shown)
-    if hidden:
-        text += f"{hidden} note(s) not shown (pass --notes, or see `pgraph plan`)\n"
+    text += render_note_summary([d for d in diags if d.level is Severity.NOTE] if not notes else [])
     if text:
         print(text, file=sys.stderr, end="")
 
@@ -152,7 +157,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps({"diagnostics": [diagnostic_json(d) for d in bag.sorted()]}, indent=2, sort_keys=True))
         else:
-            _emit_diagnostics(bag)
+            _emit_diagnostics(bag, notes=args.notes)
         return EXIT_ERRORS
     if args.dot:
         from pgraph.backends.dot import render_dot
@@ -161,7 +166,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.format == "json":
         text = report_json_text(plan, args.spec)
     else:
-        _emit_diagnostics(bag)
+        _emit_diagnostics(bag, notes=args.notes)
         text = render_text(plan, args.spec)
     if args.output:
         from pgraph.backends.output import write_atomic

@@ -272,6 +272,21 @@ def render_all_text(diags: Sequence[Diagnostic]) -> str:
     return f"{body}\n\n{errors} error(s), {warnings} warning(s)\n"
 
 
+def render_note_summary(notes: Sequence[Diagnostic]) -> str:
+    """The notes left out of a text report, grouped by code with counts (most frequent first,
+    then by code), one line per code; "" when there are none. `--notes` shows them in full."""
+    if not notes:
+        return ""
+    counts: dict[str, int] = {}
+    for d in notes:
+        counts[d.code] = counts.get(d.code, 0) + 1
+    width = max(len(f"{c} {RULES[c].slug}") for c in counts)
+    lines = [f"{len(notes)} note(s) not shown (--notes shows them in full; `pgraph explain CODE` says what each means):"]
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {f'{code} {RULES[code].slug}':<{width}}  {n:>3}")
+    return "\n".join(lines) + "\n"
+
+
 def _span_json(span: Span | None) -> dict[str, object] | None:
     if span is None:
         return None
