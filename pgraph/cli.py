@@ -100,6 +100,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
         add_sim_arguments(sim)
+    from pgraph.commands.query import add_spec_arguments
+
+    deps = sub.add_parser("deps", help="producers and consumers of tasks: provenance and tensor regions of each edge")
+    add_spec_arguments(deps)
+    deps.add_argument("task", nargs="+", help="task names as the report spells them (out_proj.direct, "
+                                              "gate_proj[n=3,k=1]@L=2)")
+    why = sub.add_parser("why", help="the shortest ordering path from task A to task B, or 'unordered' and "
+                                     "the regions they share")
+    add_spec_arguments(why)
+    why.add_argument("a", help="a task name (as in `deps`)")
+    why.add_argument("b", help="a task name (as in `deps`)")
+    stats = sub.add_parser("stats", help="the plan's headline figures (the names `budget` statements use)")
+    add_spec_arguments(stats)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -252,8 +265,17 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    """`pgraph deps`, `why`, `stats` (pgraph.commands.query)."""
+    from pgraph.commands import query
+
+    run = {"deps": query.run_deps, "why": query.run_why, "stats": query.run_stats}[args.command]
+    return run(args, _emit_diagnostics)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query,
 }
 
 

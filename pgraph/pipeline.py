@@ -52,7 +52,8 @@ from pgraph.plan.size import check_expansion_size
 from pgraph.plan.sync_start import SyncStartStarvedPass
 from pgraph.plan.waves import WaveDepsCheck, WavesCheck
 
-__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "parse_define", "plan_program", "run_until"]
+__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "expand_window", "parse_define",
+           "plan_program", "run_until"]
 
 #: Checks of the resolved Program, before anything is expanded (pgraph.plan.base.ProgramCheck),
 #: in two tiers: the declarations themselves, then their uses (which trust the first tier).
@@ -229,6 +230,16 @@ def _expand_and_plan(loaded: Loaded, program: Program, window: Window, opts: Opt
         if missing:
             raise PipelineError(f"pass '{p.name}' did not produce {', '.join(missing)}")
     return Stopped(loaded, program, graph, plan)
+
+
+def expand_window(program: Program, window: Window, opts: Options) -> InstanceGraph:
+    """The instance graph of a checked Program under a chosen window (the queries' expansion:
+    `pgraph deps` and `why` enumerate the iterations they are asked about; no pass runs)."""
+    with _collector_paused():
+        graph = Expander(program, opts.full, window).run()
+    if opts.verify:
+        verify.verify_graph(graph)
+    return graph
 
 
 def plan_program(path: str | Path, opts: Options | None = None) -> tuple[Plan | None, DiagnosticBag]:
