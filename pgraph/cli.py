@@ -113,6 +113,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     why.add_argument("b", help="a task name (as in `deps`)")
     stats = sub.add_parser("stats", help="the plan's headline figures (the names `budget` statements use)")
     add_spec_arguments(stats)
+    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
+    fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
+    fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -273,9 +276,20 @@ def cmd_query(args: argparse.Namespace) -> int:
     return run(args, _emit_diagnostics)
 
 
+def cmd_fmt(args: argparse.Namespace) -> int:
+    """`pgraph fmt`: canonical layout (pgraph.commands.fmt)."""
+    from pgraph.backends.output import write_atomic
+    from pgraph.commands.fmt import run
+
+    def write(path: Path, text: str) -> None:
+        _write_or_usage_error(lambda: write_atomic(path, text), str(path))
+
+    return run(args, _emit_diagnostics, write)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
-    "deps": cmd_query, "why": cmd_query, "stats": cmd_query,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt,
 }
 
 
