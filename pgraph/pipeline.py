@@ -32,6 +32,7 @@ from pgraph.ir.queries import Window
 from pgraph.kinds import InternalError
 from pgraph.lower.lowerer import lower
 from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
+from pgraph.plan.budgets import BudgetsPass
 from pgraph.plan.counts import CountsPass
 from pgraph.plan.critical_path import CriticalPathPass
 from pgraph.plan.cycles import CyclesPass
@@ -100,6 +101,7 @@ PASSES: tuple[Pass, ...] = (
     FunnelPass(),              # PG116 fan-outs that could go through one node
     DeadTaskPass(),            # PG117 tasks whose outputs nobody reads
     UnusedTensorPass(),        # PG118 tensors nobody touches
+    BudgetsPass(),             # PG121 figures over the spec's `budget` statements
 )
 
 #: Stop points of `run_until` / `--emit`, in order.

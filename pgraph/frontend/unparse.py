@@ -202,6 +202,8 @@ class Unparser:
                 self.block(0, f"target {item.name}", item.items, self.target_item, item)
             case ast.Cost():
                 self.line(0, f"cost {item.name} = {expr(item.expr)}" + (f" {item.unit}" if item.unit else ""))
+            case ast.Budget():
+                self.line(0, f"budget {item.figure} <= {expr(item.expr)}")
             case ast.Entry():
                 self.block(0, f"entry {item.name}", item.block.stmts, self.stmt, item)
             case ast.Fragment():

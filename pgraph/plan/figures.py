@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from pgraph.kinds import DECLARED, Provenance
+from pgraph.kinds import BUDGET_FIGURES, DECLARED, Provenance
 from pgraph.plan.base import Plan, layer_share
 from pgraph.plan.counts import Counts
 from pgraph.plan.critical_path import CriticalPath
@@ -33,22 +33,8 @@ class Figure:
     unit: str
 
 
-#: The figures, in the order `pgraph stats` prints them. `sim_us` is computed only when a
-#: budget asks for it (it runs the scheduler simulation on the full expansion).
-FIGURES: dict[str, Figure] = {f.name: f for f in (
-    Figure("submits_per_layer", "submit_task calls of one layer (compute tasks and dummies)", "tasks"),
-    Figure("submits", "submit_task calls of the whole program (compute tasks and dummies)", "tasks"),
-    Figure("tasks_per_layer", "compute tasks of one layer", "tasks"),
-    Figure("blocks_per_layer", "SPMD blocks of one layer", "blocks"),
-    Figure("edges_per_layer", "edges into the tasks of one layer (explicit, carried and tensormap)", "edges"),
-    Figure("edges", "edges of the whole program (explicit, carried and tensormap)", "edges"),
-    Figure("creator_edges", "creator edges (alloc task -> first users) of the whole program", "edges"),
-    Figure("ring3_live_tasks", "peak live tasks on ring 3 (open scopes, previous carried iteration included)",
-           "tasks"),
-    Figure("critical_path", "the longest path of the whole program", "cost units"),
-    Figure("critical_path_per_layer", "what one more layer adds to the longest path", "cost units"),
-    Figure("sim_us", "simulated makespan of the whole program (pgraph sim, default timing)", "us"),
-)}
+#: The figures, in the order `pgraph stats` prints them (pgraph.kinds.BUDGET_FIGURES).
+FIGURES: dict[str, Figure] = {name: Figure(name, meaning, unit) for name, (meaning, unit) in BUDGET_FIGURES.items()}
 
 
 def figures(plan: Plan) -> dict[str, int]:
