@@ -123,7 +123,8 @@ class Query:
             names = sorted(inst_names | {d.tileset for d in self.program.dispatches})
             hint = closest(name.base, names)
             extra = f"; did you mean '{hint}'?" if hint else ""
-            raise UsageError(f"no task '{name.base}' in this spec{extra} (`pgraph stats` lists the tasks)")
+            raise UsageError(f"no task '{name.base}' in this spec{extra} "
+                             "(task names are spelt as in the `pgraph plan` report)")
         wanted = self._task_indices(name, ds)
         loops = {lp.id: lp for lp in self.program.loops}
         out = []
