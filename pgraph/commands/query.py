@@ -17,10 +17,12 @@ Errors: a name that selects no task, or a malformed name, is a usage error (exit
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import attrs
 
@@ -313,6 +315,47 @@ def query_for(program: ir.Program, opts: Options, names: Sequence[TaskName]) -> 
     return Query(program, expand_window(program, window, opts), opts.full)
 
 
+class Loader:
+    """Queries of one spec and options: compiled at most once per process, expansions cached
+    across processes (pgraph.commands.query_cache) keyed by the window the names ask for."""
+
+    def __init__(self, spec: str, opts: Options) -> None:
+        self.spec, self.opts = spec, opts
+        self.bag = DiagnosticBag()
+        self._program: ir.Program | None = None
+        self._files: list[Path] = []
+        self._compiled = False
+
+    def program(self) -> ir.Program | None:
+        """The compiled Program (None: errors, in `self.bag`)."""
+        if not self._compiled:
+            self._compiled = True
+            stopped = run_until(self.spec, self.opts, self.bag, "ir")
+            if stopped.program is not None and not self.bag.has_errors and stopped.loaded is not None:
+                self._program = stopped.program
+                loaded = stopped.loaded
+                files = {loaded.root.path} | {it.span.file.path for it in loaded.items}  # type: ignore[attr-defined]
+                if self.opts.config is not None:
+                    from pgraph.frontend.overrides import resolve_config
+
+                    files.add(resolve_config(Path(self.spec), self.opts.config))
+                self._files = [f for f in files if f is not None]
+        return self._program
+
+    def query(self, names: Sequence[TaskName]) -> Query | None:
+        """The Query for `names` (None: the spec has errors, in `self.bag`)."""
+        from pgraph.commands.query_cache import cached
+
+        def build() -> tuple[Query, list[Path]] | None:
+            program = self.program()
+            return None if program is None else (query_for(program, self.opts, names), self._files)
+
+        o = self.opts
+        key = ("query", 1, os.getcwd(), self.spec, o.defines, o.config, o.layers, o.full, o.verify,
+               tuple(n.iters for n in names), tuple(n.iters is not None for n in names))
+        return cached(key, build)  # type: ignore[no-any-return]
+
+
 # ---- deps ----------------------------------------------------------------------------------
 
 
@@ -419,14 +462,13 @@ Emit = Callable[[DiagnosticBag], None]
 def run_deps(args: argparse.Namespace, emit: Emit) -> int:
     """`pgraph deps FILE TASK...`: exit 0, 1 when the spec has errors, 2 for an unknown task."""
     names = [parse_task_name(t) for t in args.task]
-    opts = options(args)
-    program, bag = compile_spec(args.spec, opts)
-    if program is None:
-        emit(bag)
-        return 1
+    loader = Loader(args.spec, options(args))
     texts = []
     for n in names:  # each name in its own expansion: the iterations it asks for, the window's weights
-        q = query_for(program, opts, [n])
+        q = loader.query([n])
+        if q is None:
+            emit(loader.bag)
+            return 1
         texts.append(render_deps(q, q.resolve(n)))
     sys.stdout.write("\n".join(texts))
     return 0
@@ -435,12 +477,11 @@ def run_deps(args: argparse.Namespace, emit: Emit) -> int:
 def run_why(args: argparse.Namespace, emit: Emit) -> int:
     """`pgraph why FILE A B`: exit 0 (ordered or not), 1 when the spec has errors, 2 for an unknown task."""
     names = [parse_task_name(args.a), parse_task_name(args.b)]
-    opts = options(args)
-    program, bag = compile_spec(args.spec, opts)
-    if program is None:
-        emit(bag)
+    loader = Loader(args.spec, options(args))
+    q = loader.query(names)
+    if q is None:
+        emit(loader.bag)
         return 1
-    q = query_for(program, opts, names)
     sys.stdout.write(render_why(q, q.one(names[0]), q.one(names[1])))
     return 0
 

@@ -27,15 +27,16 @@ from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 from pgraph.plan.budgets import check_budget
 
 
-def load_graph(path: str | Path, opts: Options, budgets: list[Budget] | None = None
+def load_graph(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
                ) -> tuple[SimGraph | None, DiagnosticBag]:
     """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors.
-    The spec's `sim_us` budgets are appended to `budgets` when given."""
+    The spec's `sim_us` budgets (with the constants the run overrides) are appended to
+    `budgets` when given."""
     plan, bag = plan_program(path, Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True))
     if plan is None or bag.has_errors:
         return None, bag
     if budgets is not None:
-        budgets.extend(b for b in plan.program.budgets if b.figure == "sim_us")
+        budgets.extend((b, plan.program.overridden) for b in plan.program.budgets if b.figure == "sim_us")
     return graph_from_plan(plan, str(path)), bag
 
 
@@ -47,7 +48,8 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 
 def _one(spec: str, opts: Options, cfg: SimConfig, cal: dict[str, float] | None,
-         emit: Callable[[DiagnosticBag], None], budgets: list[Budget] | None = None) -> Result | None:
+         emit: Callable[[DiagnosticBag], None], budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+         ) -> Result | None:
     graph, bag = load_graph(spec, opts, budgets)
     if graph is None:
         emit(bag)
@@ -79,13 +81,13 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         cal = load_calibration(args.calibration) if args.calibration else None
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    budgets: list[Budget] = []
+    budgets: list[tuple[Budget, tuple[str, ...]]] = []
     res = _one(args.spec, opts, cfg, cal, emit, budgets)
     if res is None:
         return 1
     over = DiagnosticBag()
-    for b in budgets:  # PG121 for `budget sim_us <= N` (the plan passes cannot simulate)
-        check_budget(b, math.ceil(res.makespan), over)
+    for b, overridden in budgets:  # PG121 for `budget sim_us <= N` (the plan passes cannot simulate)
+        check_budget(b, math.ceil(res.makespan), over, overridden)
     summary = summarize(res)
     if args.trace:
         from pgraph.backends.sim.trace import render_trace

@@ -469,6 +469,8 @@ class Program:
     kernel_tables: dict[str, KernelTable] = attrs.field(factory=dict)
     #: `budget` statements, in source order (pgraph.plan.budgets checks them)
     budgets: tuple[Budget, ...] = ()
+    #: the constants -D, --config or --layers overrode (sorted names; () for the spec as written)
+    overridden: tuple[str, ...] = ()
 
     def kernels_of(self, d: Dispatch) -> tuple[str, ...]:
         """Every kernel `d` may call: its table's members, or its one kernel (() for a dummy)."""

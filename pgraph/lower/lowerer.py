@@ -57,7 +57,7 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
         kernels=ctx.kernels, scopes=tuple(ctx.scopes), loops=tuple(ctx.loops), tilesets=ctx.tilesets,
         dispatches=tuple(ctx.dispatches), phases=tuple(ctx.phases), carries=ctx.carries, target=ctx.target,
         costs=ctx.costs, asserts=tuple(ctx.asserts), target_items=tuple(ctx.target_items),
-        cost_items=tuple(ctx.cost_items), budgets=tuple(ctx.budgets), interleaves=tuple(ctx.interleaves), kernel_tables=ctx.kernel_tables,
+        cost_items=tuple(ctx.cost_items), budgets=tuple(ctx.budgets), overridden=tuple(sorted(ctx.overrides)), interleaves=tuple(ctx.interleaves), kernel_tables=ctx.kernel_tables,
         tree=ctx.finish_tree(tree),
     )
 

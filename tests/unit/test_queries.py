@@ -11,8 +11,10 @@ tiles of which OUT_DIRECT = 24 go direct, t in 26..50; K_SPLITS_MLP 5, MLP_K_SLI
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -24,9 +26,17 @@ from tests.conftest import HEAD_SPEC, ROOT
 SPEC = str(HEAD_SPEC)
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "pgraph", *args], capture_output=True, text=True, cwd=ROOT,
+@pytest.fixture(autouse=True)
+def cache_here(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The query cache of these tests lives in a temporary folder, never in ~/.cache."""
+    where = tmp_path_factory.getbasetemp() / "query-cache"
+    monkeypatch.setenv("PGRAPH_CACHE_DIR", str(where))
+    return where
+
+
+def run(*args: str, cwd: Path = ROOT, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env_extra}
+    return subprocess.run([sys.executable, "-m", "pgraph", *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=120, check=False)
 
 
@@ -160,3 +170,30 @@ def test_parse_task_name_spellings() -> None:
     assert parse_task_name("alloc@scope3@L=0").base == "alloc@scope3"
     with pytest.raises(UsageError):
         parse_task_name("a[n=x]")
+
+
+def test_the_cache_answers_as_a_fresh_compile_and_follows_edits(tmp_path: Path) -> None:
+    """A hit prints what a miss and a cacheless run print; editing an included file (fewer
+    direct out_proj blocks: N_OUT_DIRECT_BLOCKS 24 -> 20 in specs/qwen3_14b.pgl) is a miss; a
+    broken entry is a miss, not a traceback."""
+    for name in ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl"):
+        shutil.copy(ROOT / "specs" / name, tmp_path / name)
+    cache = tmp_path / "cache"
+    args = ("deps", "decode_layer.pgl", "out_proj.direct@L=3")
+    miss = run(*args, cwd=tmp_path, PGRAPH_CACHE_DIR=str(cache))
+    assert miss.returncode == 0 and len(list(cache.iterdir())) == 1
+    hit = run(*args, cwd=tmp_path, PGRAPH_CACHE_DIR=str(cache))
+    fresh = run(*args, cwd=tmp_path, PGRAPH_CACHE="0", PGRAPH_CACHE_DIR=str(tmp_path / "unused"))
+    assert hit.stdout == miss.stdout == fresh.stdout and "24 block(s)" in hit.stdout
+    assert not (tmp_path / "unused").exists()
+    consts = tmp_path / "qwen3_14b.pgl"
+    text = consts.read_text(encoding="utf-8")
+    assert "const N_OUT_DIRECT_BLOCKS = 24 " in text
+    consts.write_text(text.replace("const N_OUT_DIRECT_BLOCKS = 24 ", "const N_OUT_DIRECT_BLOCKS = 20 "),
+                      encoding="utf-8")
+    edited = run(*args, cwd=tmp_path, PGRAPH_CACHE_DIR=str(cache))
+    assert edited.returncode == 0 and "20 block(s)" in edited.stdout
+    for entry in cache.iterdir():
+        entry.write_bytes(b"not a pickle")
+    broken = run(*args, cwd=tmp_path, PGRAPH_CACHE_DIR=str(cache))
+    assert broken.returncode == 0 and broken.stdout == edited.stdout and broken.stderr == ""
