@@ -129,3 +129,20 @@ def test_the_head_spec_is_canonical_after_one_fmt(tmp_path: Path) -> None:
     out = check_round_trip(text)
     assert out is not None and out != text
     assert all(c.text in out for c in comments(text))
+
+
+def test_the_formatted_head_spec_plans_to_the_same_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fmt of the three HEAD files in place, then `pgraph stats`: the same figures and budgets."""
+    import shutil
+
+    for name in ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl"):
+        shutil.copy(ROOT / "specs" / name, tmp_path / name)
+    files = [str(tmp_path / n) for n in ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl")]
+    assert main(["fmt", *files]) == 0
+    capsys.readouterr()
+    assert main(["fmt", "--check", *files]) == 0
+    assert main(["stats", str(ROOT / "specs" / "decode_layer.pgl")]) == 0
+    before = capsys.readouterr().out.split("\n", 1)[1]
+    assert main(["stats", files[0]]) == 0
+    after = capsys.readouterr().out.split("\n", 1)[1]
+    assert after == before
