@@ -9,7 +9,8 @@ there were no cache. A broken or unreadable entry is a miss too; writing one tha
 ignored (the answer does not depend on the cache).
 
 Where: `$PGRAPH_CACHE_DIR`, else `$XDG_CACHE_HOME/pgraph`, else `~/.cache/pgraph`;
-`PGRAPH_CACHE=0` turns it off. Entries are written atomically (a temporary file and a rename).
+`PGRAPH_CACHE=0` turns it off. Entries are written atomically (a temporary file and a rename);
+the folder keeps the MAX_ENTRIES most recently written.
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ def _files_ok(manifest: Sequence[tuple[str, str]]) -> bool:
         return False
 
 
+#: Entries kept (about 1 MB each for the 40-layer HEAD spec); the least recently written go first.
+MAX_ENTRIES = 64
+
+
+def _prune(folder: Path) -> None:
+    entries = sorted(folder.glob("q-*.pickle"), key=lambda p: p.stat().st_mtime_ns)
+    for old in entries[:-MAX_ENTRIES]:
+        old.unlink(missing_ok=True)
+
+
 def cached(key: tuple[Any, ...], build: Callable[[], tuple[Any, Sequence[Path]] | None]) -> Any:
     """The value stored under `key`, or `build()`'s (value, files read), stored when it is not None.
 
@@ -97,6 +108,7 @@ def cached(key: tuple[Any, ...], build: Callable[[], tuple[Any, Sequence[Path]] 
             pickle.dump({"stamp": stamp, "key": key, "files": manifest, "value": value}, fh,
                         protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
+        _prune(path.parent)
     except Exception:  # noqa: BLE001 - the cache is an optimisation: a failed write only costs time
         pass
     return value

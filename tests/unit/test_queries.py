@@ -197,3 +197,14 @@ def test_the_cache_answers_as_a_fresh_compile_and_follows_edits(tmp_path: Path) 
         entry.write_bytes(b"not a pickle")
     broken = run(*args, cwd=tmp_path, PGRAPH_CACHE_DIR=str(cache))
     assert broken.returncode == 0 and broken.stdout == edited.stdout and broken.stderr == ""
+
+
+def test_the_cache_keeps_a_bounded_number_of_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pgraph.commands import query_cache
+
+    monkeypatch.setenv("PGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(query_cache, "MAX_ENTRIES", 3)
+    for i in range(5):
+        assert query_cache.cached(("test", i), lambda i=i: (i * 10, [])) == i * 10
+    assert len(list(tmp_path.glob("q-*.pickle"))) == 3
+    assert query_cache.cached(("test", 4), lambda: (-1, [])) == 40  # a hit: build is not called
