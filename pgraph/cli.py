@@ -15,7 +15,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pgraph import __version__
-from pgraph.diagnostics import DiagnosticBag, Severity, diagnostic_json, render_all_text, render_json
+from pgraph.diagnostics import (
+    DiagnosticBag,
+    Severity,
+    diagnostic_json,
+    render_all_text,
+    render_json,
+    render_note_summary,
+)
 from pgraph.pipeline import STAGES, Options, UsageError, parse_define, plan_program, run_until
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -54,7 +61,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument("--notes", action="store_true",
-                   help="also print notes (`plan` always does; `check` and `build` count them)")
+                   help="print planner notes in full (otherwise they are counted by code)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -138,6 +145,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
     dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+    from pgraph.commands.query import add_spec_arguments
+
+    deps = sub.add_parser("deps", help="producers and consumers of tasks: provenance and tensor regions of each edge")
+    add_spec_arguments(deps)
+    deps.add_argument("task", nargs="+", help="task names as the report spells them (out_proj.direct, "
+                                              "gate_proj[n=3,k=1]@L=2)")
+    why = sub.add_parser("why", help="the shortest ordering path from task A to task B, or 'unordered' and "
+                                     "the regions they share")
+    add_spec_arguments(why)
+    why.add_argument("a", help="a task name (as in `deps`)")
+    why.add_argument("b", help="a task name (as in `deps`)")
+    stats = sub.add_parser("stats", help="the plan's headline figures (the names `budget` statements use)")
+    add_spec_arguments(stats)
+    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
+    fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
+    fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
@@ -150,13 +173,11 @@ def _options(args: argparse.Namespace, full: bool | None = None) -> Options:
 
 
 def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
-    """Print diagnostics to stderr as text; with `notes=False` notes are counted, not shown."""
+    """Print diagnostics to stderr as text; with `notes=False` notes are counted by code, not shown."""
     diags = bag.sorted()
     shown = diags if notes else [d for d in diags if d.level is not Severity.NOTE]
     text = render_all_text(shown)
-    hidden = len(diags) - len(shown)
-    if hidden:
-        text += f"{hidden} note(s) not shown (pass --notes, or see `pgraph plan`)\n"
+    text += render_note_summary([d for d in diags if d.level is Severity.NOTE] if not notes else [])
     if text:
         print(text, file=sys.stderr, end="")
 
@@ -198,7 +219,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.format == "json":
             print(json.dumps({"diagnostics": [diagnostic_json(d) for d in bag.sorted()]}, indent=2, sort_keys=True))
         else:
-            _emit_diagnostics(bag)
+            _emit_diagnostics(bag, notes=args.notes)
         return EXIT_ERRORS
     if args.dot:
         from pgraph.backends.dot import render_dot
@@ -207,7 +228,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     elif args.format == "json":
         text = report_json_text(plan, args.spec)
     else:
-        _emit_diagnostics(bag)
+        _emit_diagnostics(bag, notes=args.notes)
         text = render_text(plan, args.spec)
     if args.output:
         from pgraph.backends.output import write_atomic
@@ -326,9 +347,29 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_query(args: argparse.Namespace) -> int:
+    """`pgraph deps`, `why`, `stats` (pgraph.commands.query)."""
+    from pgraph.commands import query
+
+    run = {"deps": query.run_deps, "why": query.run_why, "stats": query.run_stats}[args.command]
+    return run(args, _emit_diagnostics)
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    """`pgraph fmt`: canonical layout (pgraph.commands.fmt)."""
+    from pgraph.backends.output import write_atomic
+    from pgraph.commands.fmt import run
+
+    def write(path: Path, text: str) -> None:
+        _write_or_usage_error(lambda: write_atomic(path, text), str(path))
+
+    return run(args, _emit_diagnostics, write)
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
     "export": cmd_export, "import": cmd_import, "diff": cmd_diff,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt,
 }
 
 

@@ -104,6 +104,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG118", "unused-tensor", N, "a tensor is declared but never accessed"),
     ("PG119", "sync-start-starved", E, "a sync_start grid is wider than the cores its shape can have free (note: beside tasks that may run with it)"),
     ("PG120", "ring-task-window", E, "open scopes on one ring hold more live tasks than its task window (code 3)"),
+    ("PG121", "budget-exceeded", E, "a figure of the plan is over the spec's `budget` for it"),
 )
 
 
@@ -270,6 +271,21 @@ def render_all_text(diags: Sequence[Diagnostic]) -> str:
     warnings = sum(1 for d in diags if d.level is Severity.WARNING)
     body = "\n\n".join(render_text(d) for d in diags)
     return f"{body}\n\n{errors} error(s), {warnings} warning(s)\n"
+
+
+def render_note_summary(notes: Sequence[Diagnostic]) -> str:
+    """The notes left out of a text report, grouped by code with counts (most frequent first,
+    then by code), one line per code; "" when there are none. `--notes` shows them in full."""
+    if not notes:
+        return ""
+    counts: dict[str, int] = {}
+    for d in notes:
+        counts[d.code] = counts.get(d.code, 0) + 1
+    width = max(len(f"{c} {RULES[c].slug}") for c in counts)
+    lines = [f"{len(notes)} note(s) not shown (--notes shows them in full; `pgraph explain CODE` says what each means):"]
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {f'{code} {RULES[code].slug}':<{width}}  {n:>3}")
+    return "\n".join(lines) + "\n"
 
 
 def _span_json(span: Span | None) -> dict[str, object] | None:

@@ -155,3 +155,20 @@ class Flag(enum.StrEnum):
 
     EARLY = "early"
     SYNC_START = "sync_start"
+
+
+#: The figures a `budget` statement may bound (pgraph.plan.figures computes them, `pgraph
+#: stats` prints them): name -> (what it counts, unit). `sim_us` is checked by `pgraph sim`.
+BUDGET_FIGURES: dict[str, tuple[str, str]] = {
+    "submits_per_layer": ("submit_task calls of one layer (compute tasks and dummies)", "tasks"),
+    "submits": ("submit_task calls of the whole program (compute tasks and dummies)", "tasks"),
+    "tasks_per_layer": ("compute tasks of one layer", "tasks"),
+    "blocks_per_layer": ("SPMD blocks of one layer", "blocks"),
+    "edges_per_layer": ("edges into the tasks of one layer (explicit, carried and tensormap)", "edges"),
+    "edges": ("edges of the whole program (explicit, carried and tensormap)", "edges"),
+    "creator_edges": ("creator edges (alloc task -> its buffers' users) of the whole program", "edges"),
+    "ring3_live_tasks": ("peak live tasks on ring 3 (open scopes, previous carried iteration included)", "tasks"),
+    "critical_path": ("the longest path of the whole program", "cost units"),
+    "critical_path_per_layer": ("what one more layer adds to the longest path", "cost units"),
+    "sim_us": ("simulated makespan of the whole program (`pgraph sim`, default timing)", "us"),
+}

@@ -32,6 +32,7 @@ from pgraph.ir.queries import Window
 from pgraph.kinds import InternalError
 from pgraph.lower.lowerer import lower
 from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
+from pgraph.plan.budgets import BudgetsPass
 from pgraph.plan.counts import CountsPass
 from pgraph.plan.critical_path import CriticalPathPass
 from pgraph.plan.cycles import CyclesPass
@@ -52,7 +53,8 @@ from pgraph.plan.size import check_expansion_size
 from pgraph.plan.sync_start import SyncStartStarvedPass
 from pgraph.plan.waves import WaveDepsCheck, WavesCheck
 
-__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "parse_define", "plan_program", "run_until"]
+__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "expand_window", "parse_define",
+           "plan_program", "run_until"]
 
 #: Checks of the resolved Program, before anything is expanded (pgraph.plan.base.ProgramCheck),
 #: in two tiers: the declarations themselves, then their uses (which trust the first tier).
@@ -99,6 +101,7 @@ PASSES: tuple[Pass, ...] = (
     FunnelPass(),              # PG116 fan-outs that could go through one node
     DeadTaskPass(),            # PG117 tasks whose outputs nobody reads
     UnusedTensorPass(),        # PG118 tensors nobody touches
+    BudgetsPass(),             # PG121 figures over the spec's `budget` statements
 )
 
 #: Stop points of `run_until` / `--emit`, in order.
@@ -234,6 +237,16 @@ def _expand_and_plan(loaded: Loaded, program: Program, window: Window, opts: Opt
         if missing:
             raise PipelineError(f"pass '{p.name}' did not produce {', '.join(missing)}")
     return Stopped(loaded, program, graph, plan)
+
+
+def expand_window(program: Program, window: Window, opts: Options) -> InstanceGraph:
+    """The instance graph of a checked Program under a chosen window (the queries' expansion:
+    `pgraph deps` and `why` enumerate the iterations they are asked about; no pass runs)."""
+    with _collector_paused():
+        graph = Expander(program, opts.full, window).run()
+    if opts.verify:
+        verify.verify_graph(graph)
+    return graph
 
 
 def plan_program(path: str | Path, opts: Options | None = None) -> tuple[Plan | None, DiagnosticBag]:

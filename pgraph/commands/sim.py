@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,14 +24,21 @@ from pgraph.backends.sim.graph_input import graph_from_plan
 from pgraph.backends.sim.records import SimGraph
 from pgraph.backends.sim.report import compare, render_compare, render_json, render_text
 from pgraph.diagnostics import DiagnosticBag
+from pgraph.ir.program import Budget
 from pgraph.pipeline import Options, UsageError, parse_define, plan_program
+from pgraph.plan.budgets import check_budget
 
 
-def load_graph(path: str | Path, opts: Options) -> tuple[SimGraph | None, DiagnosticBag]:
-    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors."""
+def load_graph(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+               ) -> tuple[SimGraph | None, DiagnosticBag]:
+    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors.
+    The spec's `sim_us` budgets (with the constants the run overrides) are appended to
+    `budgets` when given."""
     plan, bag = plan_program(path, attrs.evolve(opts, full=True))
     if plan is None or bag.has_errors:
         return None, bag
+    if budgets is not None:
+        budgets.extend((b, plan.program.overridden) for b in plan.program.budgets if b.figure == "sim_us")
     return graph_from_plan(plan, str(path)), bag
 
 
@@ -42,8 +50,9 @@ def _config(args: argparse.Namespace) -> SimConfig:
 
 
 def _one(spec: str, opts: Options, cfg: SimConfig, cal: dict[str, float] | None,
-         emit: Callable[[DiagnosticBag], None]) -> Result | None:
-    graph, bag = load_graph(spec, opts)
+         emit: Callable[[DiagnosticBag], None], budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+         ) -> Result | None:
+    graph, bag = load_graph(spec, opts, budgets)
     if graph is None:
         emit(bag)
         return None
@@ -74,9 +83,13 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         cal = load_calibration(args.calibration) if args.calibration else None
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    res = _one(args.spec, opts, cfg, cal, emit)
+    budgets: list[tuple[Budget, tuple[str, ...]]] = []
+    res = _one(args.spec, opts, cfg, cal, emit, budgets)
     if res is None:
         return 1
+    over = DiagnosticBag()
+    for b, overridden in budgets:  # PG121 for `budget sim_us <= N` (the plan passes cannot simulate)
+        check_budget(b, math.ceil(res.makespan), over, overridden)
     summary = summarize(res)
     if args.trace:
         from pgraph.backends.sim.trace import render_trace
@@ -109,7 +122,9 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         text = render_text(summary, args.spec, cfg, args.path_steps)
     _out(args, text, write)
     stalled = summary["stall"] is not None or (other is not None and other["stall"] is not None)
-    return 1 if stalled else 0
+    if over.items:
+        emit(over)
+    return 1 if stalled or over.has_errors else 0
 
 
 def _out(args: argparse.Namespace, text: str, write: Callable[[Path, str], None]) -> None:

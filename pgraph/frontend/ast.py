@@ -406,10 +406,19 @@ class Cost:
     unit_span: Span | None = None
 
 
+@attrs.frozen
+class Budget:
+    """`budget FIGURE <= expr`: the most a figure of the plan may be (pgraph.plan.budgets, PG121)."""
+
+    figure: str
+    expr: Expr
+    span: Span
+
+
 Stmt = (TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | InterleaveStmt | TaskIds | Use
         | Task)
 Item = (Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | KernelAlias | KernelTable | Entry
-        | Target | Cost | Fragment)
+        | Target | Cost | Budget | Fragment)
 
 
 @attrs.frozen

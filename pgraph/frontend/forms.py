@@ -77,7 +77,7 @@ class _Forms:
                     self.unit(item.name, item.unit, item.unit_span, item.expr, target=False)
                 case ast.Entry() | ast.Fragment():
                     self.block(item.block)
-                case ast.Const() | ast.Assert() | ast.ScalarDecl() | ast.ViewDecl() | ast.Include():
+                case ast.Const() | ast.Assert() | ast.ScalarDecl() | ast.ViewDecl() | ast.Include() | ast.Budget():
                     pass
                 case _:
                     unhandled(item)

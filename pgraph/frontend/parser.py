@@ -229,6 +229,10 @@ class _ToAst(Transformer[Any, Any]):
         return ast.Cost(str(c[0]), c[1], self._span(meta), str(unit) if unit is not None else None,
                         self._tok(unit) if unit is not None else None)
 
+    @v_args(meta=True)
+    def budget_decl(self, meta: Any, c: list[Any]) -> ast.Budget:
+        return ast.Budget(str(c[0]), c[1], self._span(meta))
+
     def carry(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
 

@@ -134,22 +134,42 @@ def _flags(flags: Iterable[str]) -> str:
 
 
 class Unparser:
-    """Collects the lines of one module."""
+    """Collects the lines of one module.
+
+    `origin[i]` says where line i comes from, for the formatter (pgraph.frontend.fmt) to put
+    the comments back: (source line, kind), kind "stmt" for the first line of a statement or
+    item, "cont" for its further lines, "close" for a block's `}` (the source line of the
+    `}`), "blank" for a blank line between items.
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.origin: list[tuple[int | None, str]] = []
+        self._at: int | None = None
+        self._fresh = False
+
+    def begin(self, node: object) -> None:
+        """The lines that follow come from `node` (its span's first line)."""
+        span = getattr(node, "span", None)
+        self._at = span.line if span is not None else None
+        self._fresh = True
 
     def line(self, depth: int, text: str) -> None:
         self.lines.append(INDENT * depth + text if text else "")
+        self.origin.append((self._at, "stmt" if self._fresh else "cont"))
+        self._fresh = False
 
-    def block(self, depth: int, head: str, stmts: Sequence[object], each: object) -> None:
+    def block(self, depth: int, head: str, stmts: Sequence[object], each: object, node: object = None) -> None:
         if not stmts:
             self.line(depth, f"{head} {{ }}")
             return
         self.line(depth, f"{head} {{")
         for s in stmts:
             each(depth + 1, s)  # type: ignore[operator]
-        self.line(depth, "}")
+        span = getattr(node, "span", None)
+        self._at = span.end_line if span is not None else None
+        self.lines.append(INDENT * depth + "}")
+        self.origin.append((self._at, "close"))
 
     # ---- top level ----
     def module(self, m: ast.Module) -> str:
@@ -160,10 +180,12 @@ class Unparser:
             multi = len(self.lines) - start > 1
             if i and (multi or prev_multi):
                 self.lines.insert(start, "")
+                self.origin.insert(start, (None, "blank"))
             prev_multi = multi
         return "\n".join(self.lines) + "\n" if self.lines else ""
 
     def item(self, item: ast.Item) -> None:
+        self.begin(item)
         match item:
             case ast.Include():
                 self.line(0, f'include "{item.path}"')
@@ -177,18 +199,23 @@ class Unparser:
             case ast.KernelTable():
                 self.line(0, f"kernels {item.name} = [{', '.join(item.members)}]")
             case ast.Target():
-                rows = [f"{ti.key} = {expr(ti.expr)}" + (f" {ti.unit}" if ti.unit else "") for ti in item.items]
-                self.block(0, f"target {item.name}", rows, lambda d, r: self.line(d, r))
+                self.block(0, f"target {item.name}", item.items, self.target_item, item)
             case ast.Cost():
                 self.line(0, f"cost {item.name} = {expr(item.expr)}" + (f" {item.unit}" if item.unit else ""))
+            case ast.Budget():
+                self.line(0, f"budget {item.figure} <= {expr(item.expr)}")
             case ast.Entry():
-                self.block(0, f"entry {item.name}", item.block.stmts, self.stmt)
+                self.block(0, f"entry {item.name}", item.block.stmts, self.stmt, item)
             case ast.Fragment():
-                self.block(0, f"fragment {item.name}", item.block.stmts, self.stmt)
+                self.block(0, f"fragment {item.name}", item.block.stmts, self.stmt, item)
             case ast.Assert() | ast.TensorDecl() | ast.ScalarDecl() | ast.ViewDecl():
                 self.stmt(0, item)
             case _:
                 unhandled(item)
+
+    def target_item(self, depth: int, ti: ast.TargetItem) -> None:
+        self.begin(ti)
+        self.line(depth, f"{ti.key} = {expr(ti.expr)}" + (f" {ti.unit}" if ti.unit else ""))
 
     def kernel(self, k: ast.KernelDecl) -> None:
         params = []
@@ -211,6 +238,7 @@ class Unparser:
 
     # ---- statements ----
     def stmt(self, depth: int, s: object) -> None:
+        self.begin(s)
         match s:
             case ast.TensorDecl():
                 dims = [("runtime " if s.runtime and s.runtime[i] else "") + expr(d) for i, d in enumerate(s.shape)]
@@ -225,16 +253,16 @@ class Unparser:
                 self.line(depth, f"assert {expr(s.expr)}" + (f', "{s.message}"' if s.message is not None else ""))
             case ast.ScopeStmt():
                 ring = f" ring {s.ring}" if s.ring is not None else ""
-                self.block(depth, f"{s.mode} scope{ring}", s.block.stmts, self.stmt)
+                self.block(depth, f"{s.mode} scope{ring}", s.block.stmts, self.stmt, s)
             case ast.ForStmt():
                 head = f"for {_axis(s.axis)}" + ("" if s.scoped else " unscoped")
                 if s.carries:
                     head += " carry " + ", ".join(f"{c.name} = {c.init} then {c.next}" for c in s.carries)
-                self.block(depth, head, s.block.stmts, self.stmt)
+                self.block(depth, head, s.block.stmts, self.stmt, s)
             case ast.PhaseStmt():
-                self.block(depth, f"phase {s.name}", s.block.stmts, self.stmt)
+                self.block(depth, f"phase {s.name}", s.block.stmts, self.stmt, s)
             case ast.InterleaveStmt():
-                self.block(depth, "interleave", s.block.stmts, self.stmt)
+                self.block(depth, "interleave", s.block.stmts, self.stmt, s)
             case ast.TaskIds():
                 self.line(depth, f"taskids {', '.join(s.names)}")
             case ast.Use():
@@ -252,9 +280,10 @@ class Unparser:
         if not t.body and t.body_span is None:
             self.line(depth, head)
             return
-        self.block(depth, head, t.body, self.body_item)
+        self.block(depth, head, t.body, self.body_item, t)
 
     def body_item(self, depth: int, b: object) -> None:
+        self.begin(b)
         match b:
             case ast.Let():
                 self.line(depth, f"let {b.name} = {expr(b.expr)}")
@@ -263,7 +292,7 @@ class Unparser:
             case ast.Untouched():
                 self.line(depth, f"untouched {', '.join(b.names)}")
             case ast.ItemLoop():
-                self.block(depth, f"for {_axis(b.axis)}", b.items, self.body_item)
+                self.block(depth, f"for {_axis(b.axis)}", b.items, self.body_item, b)
             case ast.Call():
                 self.line(depth, _call(b))
             case ast.Wave():
@@ -279,3 +308,10 @@ class Unparser:
 def unparse(module: ast.Module) -> str:
     """The canonical text of `module`."""
     return Unparser().module(module)
+
+
+def unparse_lines(module: ast.Module) -> tuple[list[str], list[tuple[int | None, str]]]:
+    """The canonical lines of `module` and where each comes from (see `Unparser.origin`)."""
+    u = Unparser()
+    u.module(module)
+    return u.lines, u.origin

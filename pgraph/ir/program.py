@@ -404,6 +404,15 @@ class Setting:
 
 
 @attrs.frozen
+class Budget:
+    """A `budget FIGURE <= limit` statement, folded: the figure (pgraph.kinds.BUDGET_FIGURES), the limit, where."""
+
+    figure: str
+    limit: int
+    span: Span
+
+
+@attrs.frozen
 class InterleaveBlock:
     """An `interleave { ... }` block; `parent` is the interleave block it stands in (a PG035 error)."""
 
@@ -458,6 +467,10 @@ class Program:
     #: the entry's program-order tree (scopes, loops, dispatches, allocation sites)
     tree: Node = Node(NodeKind.SCOPE, 0)
     kernel_tables: dict[str, KernelTable] = attrs.field(factory=dict)
+    #: `budget` statements, in source order (pgraph.plan.budgets checks them)
+    budgets: tuple[Budget, ...] = ()
+    #: the constants -D, --config or --layers overrode (sorted names; () for the spec as written)
+    overridden: tuple[str, ...] = ()
 
     def kernels_of(self, d: Dispatch) -> tuple[str, ...]:
         """Every kernel `d` may call: its table's members, or its one kernel (() for a dummy)."""

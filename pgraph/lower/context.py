@@ -125,6 +125,7 @@ class LowerContext:
         self.costs: dict[str, int] = dict(DEFAULT_COSTS)
         self.cost_items: list[ir.Setting] = []
         self.cost_decls: list[ast.Cost] = []
+        self.budgets: list[ir.Budget] = []
         self.fragments = FragmentTable()
         #: Names whose declaration already failed with an error: later uses stay silent.
         self.failed: set[str] = set()

@@ -9,7 +9,7 @@ from pgraph.expr import has_runtime
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
-from pgraph.kinds import CarryKind, Storage
+from pgraph.kinds import BUDGET_FIGURES, CarryKind, Storage
 from pgraph.lower.context import Env, LowerContext, respell
 from pgraph.source import Span
 from pgraph.suggest import closest
@@ -187,6 +187,28 @@ def finish_costs(ctx: LowerContext) -> None:
         if value is not None:
             ctx.cost_items.append(ir.Setting(c.name, value, c.span))
             ctx.costs[c.name] = value
+
+
+def declare_budget(ctx: LowerContext, b: ast.Budget) -> None:
+    """`budget FIGURE <= N`: PG002 for a figure pgraph does not compute, PG003 for a second
+    budget of one figure; the limit folds to a constant. Only the root file's budgets count:
+    a variant that includes the HEAD spec for its fragments is another graph, with budgets of
+    its own (or none)."""
+    if b.span.filename != ctx.loaded.root.display:
+        return
+    if b.figure not in BUDGET_FIGURES:
+        near = closest(b.figure, BUDGET_FIGURES)
+        ctx.err("PG002", f"budget names '{b.figure}', which is not a figure of the plan", b.span,
+                hint=(f"did you mean '{near}'? " if near else "") + "the figures: " + ", ".join(BUDGET_FIGURES))
+        return
+    first = next((x for x in ctx.budgets if x.figure == b.figure), None)
+    if first is not None:
+        ctx.err("PG003", f"a second budget for '{b.figure}'", b.span, [Note("the first one is here", first.span)],
+                hint="keep one budget per figure")
+        return
+    value = ctx.eval_const(b.expr, "a budget")
+    if value is not None:
+        ctx.budgets.append(ir.Budget(b.figure, value, b.span))
 
 
 def lower_assert(ctx: LowerContext, item: ast.Assert, env: Env) -> None:

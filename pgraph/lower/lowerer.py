@@ -57,7 +57,7 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
         kernels=ctx.kernels, scopes=tuple(ctx.scopes), loops=tuple(ctx.loops), tilesets=ctx.tilesets,
         dispatches=tuple(ctx.dispatches), phases=tuple(ctx.phases), carries=ctx.carries, target=ctx.target,
         costs=ctx.costs, asserts=tuple(ctx.asserts), target_items=tuple(ctx.target_items),
-        cost_items=tuple(ctx.cost_items), interleaves=tuple(ctx.interleaves), kernel_tables=ctx.kernel_tables,
+        cost_items=tuple(ctx.cost_items), budgets=tuple(ctx.budgets), overridden=tuple(sorted(ctx.overrides)), interleaves=tuple(ctx.interleaves), kernel_tables=ctx.kernel_tables,
         tree=ctx.finish_tree(tree),
     )
 
@@ -104,6 +104,8 @@ def declare_items(ctx: LowerContext) -> list[ast.Entry]:
                 decls.declare_target(ctx, item)
             case ast.Cost():
                 ctx.cost_decls.append(item)
+            case ast.Budget():
+                decls.declare_budget(ctx, item)
             case ast.Fragment():
                 first = ctx.fragments.decls.get(item.name)
                 if first is not None:

@@ -1,0 +1,148 @@
+"""`pgraph fmt`: canonical text with the comments kept, a fixed point that parses back to the
+same tree, for every spec, example and diagnostics-corpus file; `--check`; atomic writes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pgraph.cli import main
+from pgraph.commands.fmt import format_text
+from pgraph.diagnostics import DiagnosticBag
+from pgraph.frontend.fmt import comments
+from tests.conftest import ROOT
+from tests.unit.test_dumps import parse, shape
+
+ALL_PGL = sorted({*ROOT.joinpath("specs").rglob("*.pgl"), *ROOT.joinpath("tests").rglob("*.pgl"),
+                  *ROOT.joinpath("bench").rglob("*.pgl")})
+
+
+def fmt(text: str) -> str | None:
+    return format_text(text, "<t>", DiagnosticBag())
+
+
+def check_round_trip(text: str) -> str | None:
+    """fmt(text): parses to the same tree, is a fixed point, and keeps every comment in order."""
+    module, _ = parse(text)
+    if module is None:
+        return None  # a syntax-error corpus file: nothing to format
+    out = fmt(text)
+    assert out is not None
+    again, bag = parse(out)
+    assert again is not None, [d.message for d in bag.items]
+    assert shape(again) == shape(module)
+    assert fmt(out) == out, "not a fixed point"
+    kept = " ".join(c.text for c in comments(out))
+    assert kept == " ".join(c.text for c in comments(text)), "comments lost or reordered"
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_PGL, ids=lambda p: str(p.relative_to(ROOT)))
+def test_fmt_round_trips_every_file(path: Path) -> None:
+    check_round_trip(path.read_text(encoding="utf-8"))
+
+
+def test_fmt_places_comments_and_blank_lines_by_hand() -> None:
+    text = (
+        "# header\n"
+        "\n"
+        "const  A=1+2*3   # trailing A\n"
+        "const B = (A)\n"
+        "\n"
+        "\n"
+        "# about the kernel\n"
+        "kernel k aiv (x : in f32[4, 4], y : out f32[4,4])\n"
+        "tensor t : f32[4, 4] external\n"
+        "tensor u : f32[4, 4] external\n"
+        "entry e {   # the entry\n"
+        "  # first task\n"
+        "  at a {\n"
+        "      call k(t, u)   # the call\n"
+        "    # before the brace\n"
+        "  }\n"
+        "}\n"
+        "# the end\n"
+    )
+    expect = (
+        "# header\n"
+        "\n"
+        "const A = 1 + 2 * 3  # trailing A\n"   # the old column (18) is taken by the code: two spaces
+        "const B = A\n"
+        "\n"
+        "# about the kernel\n"
+        "kernel k aiv (x : in f32[4, 4], y : out f32[4, 4])\n"
+        "tensor t : f32[4, 4] external\n"
+        "tensor u : f32[4, 4] external\n"
+        "\n"
+        "entry e {   # the entry\n"
+        "  # first task\n"
+        "  at a {\n"
+        "    call k(t, u)     # the call\n"
+        "    # before the brace\n"
+        "  }\n"
+        "}\n"
+        "# the end\n"
+    )
+    assert check_round_trip(text) == expect
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "pgraph", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=60, check=False)
+
+
+def test_fmt_check_and_write(tmp_path: Path) -> None:
+    spec = tmp_path / "a.pgl"
+    spec.write_text("const  A=1   # one\n")
+    proc = run("fmt", "--check", "a.pgl", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "would reformat a.pgl\n"
+    assert spec.read_text() == "const  A=1   # one\n"  # --check writes nothing
+    proc = run("fmt", "a.pgl", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "reformatted a.pgl\n"
+    assert spec.read_text() == "const A = 1  # one\n"  # the comment keeps its column (14)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pgl"]  # no temporary left
+    proc = run("fmt", "--check", "a.pgl", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == proc.stderr == ""
+
+
+def test_fmt_of_a_syntax_error_is_pg001_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.pgl"
+    spec.write_text("const A = \n")
+    assert main(["fmt", str(spec)]) == 1
+    assert "error[PG001 syntax-error]" in capsys.readouterr().err
+    assert spec.read_text() == "const A = \n"
+
+
+def test_fmt_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run("fmt", "nope.pgl", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr == "pgraph: error: no such file: nope.pgl\n"
+
+
+def test_the_head_spec_is_canonical_after_one_fmt(tmp_path: Path) -> None:
+    """fmt of the HEAD spec (which is hand-aligned) changes only layout: same tree, same comments."""
+    text = (ROOT / "specs" / "decode_layer.pgl").read_text(encoding="utf-8")
+    out = check_round_trip(text)
+    assert out is not None and out != text
+    assert all(c.text in out for c in comments(text))
+
+
+def test_the_formatted_head_spec_plans_to_the_same_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """fmt of the three HEAD files in place, then `pgraph stats`: the same figures and budgets."""
+    import shutil
+
+    for name in ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl"):
+        shutil.copy(ROOT / "specs" / name, tmp_path / name)
+    files = [str(tmp_path / n) for n in ("decode_layer.pgl", "qwen3_14b.pgl", "decode_common.pgl")]
+    assert main(["fmt", *files]) == 0
+    capsys.readouterr()
+    assert main(["fmt", "--check", *files]) == 0
+    assert main(["stats", str(ROOT / "specs" / "decode_layer.pgl")]) == 0
+    before = capsys.readouterr().out.split("\n", 1)[1]
+    assert main(["stats", files[0]]) == 0
+    after = capsys.readouterr().out.split("\n", 1)[1]
+    assert after == before
