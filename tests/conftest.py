@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib.util
 import os
+import signal
 import sys
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -127,3 +130,20 @@ def load_kernel_config(path: Path) -> types.ModuleType:
                 sys.modules.pop(k, None)
             else:
                 sys.modules[k] = v
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, error: Callable[[str], BaseException] = TimeoutError) -> Iterator[None]:
+    """Raise `error` in the main thread after `seconds` (SIGALRM): a test that would block, e.g.
+    on opening a FIFO, or a fuzz input that hangs, fails instead of hanging the suite."""
+
+    def fire(signum: int, frame: object) -> None:
+        raise error(f"pgraph did not finish within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

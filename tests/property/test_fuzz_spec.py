@@ -20,9 +20,7 @@ import json
 import os
 import re
 import shutil
-import signal
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +29,7 @@ from hypothesis import strategies as st
 
 from pgraph.cli import main
 from pgraph.diagnostics import RULES
+from tests.conftest import time_limit
 from tests.unit.test_grammar_words import grammar_words
 
 SPECS = Path(__file__).resolve().parents[2] / "specs"
@@ -137,26 +136,12 @@ class Hang(BaseException):
     """An example ran past EXAMPLE_TIMEOUT_S (a BaseException, so no `except Exception` in pgraph hides it)."""
 
 
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """Raise Hang in the main thread after `seconds` (a hang is a failure, not a wait)."""
-
-    def fire(signum: int, frame: object) -> None:
-        raise Hang(f"pgraph did not finish within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     """`pgraph.cli.main(argv)` in-process: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), time_limit(EXAMPLE_TIMEOUT_S):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), time_limit(EXAMPLE_TIMEOUT_S, Hang):
         code = main(argv)
     return code, out.getvalue(), err.getvalue()
 

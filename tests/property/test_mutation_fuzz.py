@@ -33,7 +33,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ import attrs
 import pytest
 
 from pgraph.cli import main
+from tests.conftest import time_limit
 from tests.unit.test_grammar_words import grammar_words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,24 +315,12 @@ class Hang(BaseException):
     """A mutant ran past EXAMPLE_TIMEOUT_S (a BaseException, so no `except Exception` in pgraph hides it)."""
 
 
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    def fire(signum: int, frame: object) -> None:
-        raise Hang(f"pgraph did not finish within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """`pgraph.cli.main(argv)` in-process: (exit code, stderr)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), time_limit(EXAMPLE_TIMEOUT_S):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), time_limit(EXAMPLE_TIMEOUT_S, Hang):
         code = main(argv)
     return code, err.getvalue()
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ import pytest
 from pgraph.cli import main
 from pgraph.frontend import loader
 from pgraph.frontend.loader import project_root
+from tests.conftest import time_limit
 
 BODY = ("tensor x : f32[16, 64] external\nkernel k aiv (a : inout f32[16, 64])\n"
         "entry e { at a { call k(x) } }\n")
@@ -29,20 +28,6 @@ BODY = ("tensor x : f32[16, 64] external\nkernel k aiv (a : inout f32[16, 64])\n
 SECRET = "SECRET-FIRST-LINE do-not-print-me"
 
 
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """Fail (instead of hanging the suite) when pgraph blocks, e.g. on opening a FIFO."""
-
-    def fire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"pgraph blocked for {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
