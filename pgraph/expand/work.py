@@ -131,10 +131,18 @@ def selected_tiles(ev: Evaluator, dep: ir.DepRef, ts: ir.TileSet, env: dict[str,
         ranges = ev.selection(dep.sels, ts.axes, env)
     except EvalError:
         return 0
-    for r, axis in zip(ranges, ts.axes):
-        if len(r) and (r.start < axis.lo or r.stop > axis.hi):
+    sizes = [_range_size(r) for r in ranges]   # len() of a range past sys.maxsize raises OverflowError
+    for r, n, axis in zip(ranges, sizes, ts.axes):
+        if n and (r.start < axis.lo or r.stop > axis.hi):
             return 0
-    return math.prod(len(r) for r in ranges)
+    return math.prod(sizes)
+
+
+def _range_size(r: range) -> int:
+    """len(r) for any size (ranges here step by +1 or -1)."""
+    if r.step > 0:
+        return max(0, (r.stop - r.start + r.step - 1) // r.step)
+    return max(0, (r.start - r.stop - r.step - 1) // -r.step)
 
 
 def dispatch_work(p: ir.Program, window: Window, d: ir.Dispatch, ev: Evaluator | None = None) -> int:

@@ -58,6 +58,9 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
         ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.EXTERNAL, item.span,
                                            None, scope, None, index, (), spans(item.shape), tuple(item.runtime))
         return
+    if scope is None:   # a top-level tensor that is not external: PG019 (frontend.forms reports it)
+        ctx.failed.add(item.name)
+        return
     # a loop inside a manual scope allocates nothing: its tensors are hoisted, with the manual
     # scope's, before that scope (pypto EmitBatchedAllocTensors), so one buffer serves every iteration
     loops = tuple(lid for lid in loops if not ctx.in_manual(ctx.loops[lid].parent_scope))

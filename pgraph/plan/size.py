@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.work import MAX_EXPANSION_WORK, MAX_PROGRAM_TASKS, expansion_work, program_tasks
 from pgraph.ir.program import Program
@@ -13,9 +15,9 @@ def check_expansion_size(program: Program, window: Window, bag: DiagnosticBag) -
     tasks = program_tasks(program)
     if sum(tasks.values()) > MAX_PROGRAM_TASKS:
         worst = max(program.dispatches, key=lambda d: tasks[d.name])
-        bag.add("PG031", f"this program submits about {sum(tasks.values()):,} tasks in all, more than the "
-                f"{MAX_PROGRAM_TASKS:,} pgraph follows through its critical path and counts; '{worst.name}' "
-                f"alone submits {tasks[worst.name]:,}", worst.span,
+        bag.add("PG031", f"this program submits about {_n(sum(tasks.values()))} tasks in all, more than the "
+                f"{_n(MAX_PROGRAM_TASKS)} pgraph follows through its critical path and counts; '{worst.name}' "
+                f"alone submits {_n(tasks[worst.name])}", worst.span,
                 hint="check the loop bounds and the constants they use; the 40-layer Qwen3-14B prefill "
                 "before its regrouping submitted 351,050 tasks")
         return True
@@ -24,9 +26,15 @@ def check_expansion_size(program: Program, window: Window, bag: DiagnosticBag) -
     if total <= MAX_EXPANSION_WORK:
         return False
     worst = max(program.dispatches, key=lambda d: work[d.name])
-    bag.add("PG031", f"expanding this program takes about {total:,} region evaluations, more than the "
-            f"{MAX_EXPANSION_WORK:,} pgraph enumerates; '{worst.name}' alone takes {work[worst.name]:,} "
-            f"({worst.task_count:,} task(s) x {max(worst.block_count, 1):,} block(s) per iteration)",
+    bag.add("PG031", f"expanding this program takes about {_n(total)} region evaluations, more than the "
+            f"{_n(MAX_EXPANSION_WORK)} pgraph enumerates; '{worst.name}' alone takes {_n(work[worst.name])} "
+            f"({_n(worst.task_count)} task(s) x {_n(max(worst.block_count, 1))} block(s) per iteration)",
             worst.span, hint="check the index ranges and loop bounds and the constants they use; "
             "the 40-layer Qwen3-14B decode program needs about 190,000 even fully expanded")
     return True
+
+
+def _n(value: int) -> str:
+    """A count as the message prints it: digits grouped, or 1.26e+309 past 10**15 (Decimal: a
+    float cannot hold every int the constants can make)."""
+    return f"{value:,}" if value < 10**15 else f"{Decimal(value):.2e}"

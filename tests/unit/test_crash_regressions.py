@@ -112,6 +112,29 @@ def test_the_pg031_hint_states_the_decode_figure() -> None:
     assert abs(work - 190_000) <= 0.05 * 190_000, work
 
 
+def test_2_pow_1024_blocks_are_pg031_in_readable_numbers(tmp_path: Path) -> None:
+    """pa_tiling over 2**1024 blocks (mutation fuzz, seed 5100): len() of the dep selection's range
+    raised OverflowError in the work estimate; the counts now print in scientific notation."""
+    spec = mutant(tmp_path, "decode_layer.pgl", "spmd pa_tiling[b in 0..1]", f"spmd pa_tiling[b in 0..{2**1024}]")
+    code, diags = plan_json(spec)
+    assert code == 1 and [d["code"] for d in diags if d["severity"] == "error"] == ["PG031"]
+    assert "(1 task(s) x 1.80e+308 block(s) per iteration)" in str(diags[0]["message"])
+
+
+def test_a_top_level_tensor_without_external_is_pg019(tmp_path: Path) -> None:
+    """tests/examples/tiny_dot.pgl with `external` deleted from `tensor w` (mutation fuzz, seed
+    4680): the lowering asserted (no scope to allocate in) before the form check said PG019."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "tests" / "examples" / "tiny_dot.pgl").read_text(encoding="utf-8")
+    old = "tensor w     : bf16[STEPS * COLS, COLS]   external"
+    assert text.count(old) == 1
+    spec = tmp_path / "tiny_dot.pgl"
+    spec.write_text(text.replace(old, "tensor w     : bf16[STEPS * COLS, COLS]"), encoding="utf-8")
+    code, diags = plan_json(spec)
+    assert code == 1 and [d["code"] for d in diags if d["severity"] == "error"] == ["PG019"]
+
+
 def test_guard_admits_the_real_program_fully_expanded() -> None:
     """The limit must not reject HEAD even with every layer expanded (Options.full)."""
     bag = DiagnosticBag()
