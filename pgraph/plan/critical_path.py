@@ -75,14 +75,15 @@ class CriticalPathPass(Pass):
         length = dist[end]
         per_layer, _ = self.extrapolate(plan, dist, length)
         total = length
-        if g.windowed:
-            total, layer_ends = unrolled_length(plan, cost)
+        unrolled = path
+        if g.windowed:   # the longest path of the full program (its broken links are on that one)
+            total, layer_ends, unrolled = unrolled_length(plan, cost)
             if per_layer is not None:
                 lo = plan.program.loops[plan.layer_loop].axis.lo if plan.layer_loop is not None else 0
                 per_layer = layer_ends.get(lo + 1, 0) - layer_ends.get(lo, 0)
         status = plan.get(EarlyStatus).status
-        broken = self.first_broken(plan, path, status)
-        layer_path = [n for n in path if plan.in_layer(g.instances[n])]
+        broken = self.first_broken(plan, unrolled, status)
+        layer_path = [n for n in unrolled if plan.in_layer(g.instances[n])]
         layer_broken = self.first_broken(plan, layer_path, status)
         plan.put(CriticalPath({
             "length_us": total,
@@ -134,9 +135,11 @@ class CriticalPathPass(Pass):
         return per_layer, length + extra * per_layer
 
 
-def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, int]]:
-    """The longest path of the fully expanded program, computed on the window, and the end of
-    each layer (the largest distance of a task of layer-loop iteration value v, keyed by v).
+def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, int], list[int]]:
+    """The longest path of the fully expanded program, computed on the window; the end of each
+    layer (the largest distance of a task of layer-loop iteration value v, keyed by v); and that
+    path as window nodes from its start (a repeated copy once per pass evaluated; the passes a
+    steady loop skips are left out).
 
     The copy of a windowed loop's iteration lo+1 stands for iterations lo+1..hi-1, which are
     identical (pgraph.expand.window): its nodes are evaluated once per iteration they stand
@@ -158,6 +161,9 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                  else inst.iters[inst.loops.index(layer)] for inst in g.instances]
     layer_ends: dict[int, int] = {}
     layer_pass: int | None = None   # the layer value the repeated layer copy stands for now
+    #: per node, the path to it as a linked list (node, rest) of the pass that set its distance
+    ref: list[tuple[int, Any] | None] = [None] * n
+    best_ref: tuple[int, Any] | None = None
 
     def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
         """(loop, position) of the outermost windowed loop, not already being repeated, whose
@@ -175,22 +181,26 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
         iters = tuple(it + 1 if l2 == lid else it for l2, it in zip(inst.loops, inst.iters))
         return g.by_key.get((inst.dispatch, iters, inst.index))
 
-    def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, int]) -> None:
-        """Evaluate nodes a..b-1 once; `carried[u]` replaces dist[u] (a lo-copy producer, read
-        from its lo+1 twin's previous pass)."""
-        nonlocal best, layer_pass
+    def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, tuple[int, Any]]) -> None:
+        """Evaluate nodes a..b-1 once; `carried[u]` (distance, path) replaces node u's (a lo-copy
+        producer, read from its lo+1 twin's previous pass)."""
+        nonlocal best, layer_pass, best_ref
         i = a
         while i < b:
             found = rep_loop(i, active)
             if found is None:
                 m = 0
+                mref = None
+                mu = -1
                 for u in preds[i]:
-                    val = carried.get(u, dist[u])
-                    if val > m:
-                        m = val
+                    c = carried.get(u)
+                    val, uref = c if c is not None else (dist[u], ref[u])
+                    if mref is None or val > m or (val == m and u < mu):   # ties: the lowest id, as in --full
+                        m, mref, mu = val, uref, u
                 dist[i] = cost[i] + m
-                if dist[i] > best:
-                    best = dist[i]
+                ref[i] = (i, mref)
+                if best_ref is None or dist[i] > best:
+                    best, best_ref = dist[i], ref[i]
                 lv = own_layer[i]
                 if lv is not None:
                     if layer_pass is not None:
@@ -212,7 +222,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                         t = twin(u, lid)
                         if t is not None and i <= t < j:
                             twins[u] = t
-            peak: dict[int, int] = {}
+            peak: dict[int, tuple[int, Any]] = {}
             inner = carried
             passes = g.loop_weight(lid, lo[lid] + 1)
             prev: list[int] | None = None
@@ -224,8 +234,9 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                 if lid == layer:
                     layer_pass = None
                 for u, t in twins.items():
-                    peak[u] = max(peak.get(u, 0), dist[t])
-                inner = {**carried, **{u: dist[t] for u, t in twins.items()}}
+                    if u not in peak or dist[t] > peak[u][0]:
+                        peak[u] = (dist[t], ref[t])
+                inner = {**carried, **{u: (dist[t], ref[t]) for u, t in twins.items()}}
                 cur = dist[i:j]
                 if prev is not None:
                     delta = {a - b for a, b in zip(cur, prev)}
@@ -238,8 +249,11 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                         for k in range(i, j):
                             dist[k] += rest * step
                         for u, t in twins.items():
-                            peak[u] = max(peak[u], dist[t])
-                        best = max(best, max(dist[i:j], default=0))
+                            if dist[t] > peak[u][0]:
+                                peak[u] = (dist[t], ref[t])
+                        top = max(range(i, j), key=lambda k: dist[k], default=None)
+                        if top is not None and dist[top] > best:
+                            best, best_ref = dist[top], ref[top]
                         if lid == layer:   # each skipped layer ends `step` later than the one before
                             last = layer_ends.get(lo[lid] + done)
                             if last is not None:
@@ -247,9 +261,16 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                         break
                     step = next(iter(delta)) if len(delta) == 1 else None
                 prev = cur
-            for u, value in peak.items():
-                dist[u] = max(dist[u], value)
+            for u, (value, vref) in peak.items():
+                if value > dist[u]:
+                    dist[u], ref[u] = value, vref
             i = j
 
     evaluate(0, n, (), {})
-    return best, layer_ends
+    path: list[int] = []
+    cur = best_ref
+    while cur is not None:
+        path.append(cur[0])
+        cur = cur[1]
+    path.reverse()
+    return best, layer_ends, path
