@@ -76,14 +76,18 @@ class CriticalPathPass(Pass):
         per_layer, _ = self.extrapolate(plan, dist, length)
         total = length
         unrolled = path
+        layer_path = [n for n in path if plan.in_layer(g.instances[n])]
         if g.windowed:   # the longest path of the full program (its broken links are on that one)
-            total, layer_ends, unrolled = unrolled_length(plan, cost)
+            total, layer_ends, steps = unrolled_length(plan, cost)
             if per_layer is not None:
                 lo = plan.program.loops[plan.layer_loop].axis.lo if plan.layer_loop is not None else 0
                 per_layer = layer_ends.get(lo + 1, 0) - layer_ends.get(lo, 0)
+            rep = plan.representative_iteration()
+            unrolled = [n for n, _ in steps]
+            # the representative layer: the layer copy's first pass (its later passes are other layers)
+            layer_path = [n for n, lv in steps if plan.in_layer(g.instances[n]) and lv == rep]
         status = plan.get(EarlyStatus).status
         broken = self.first_broken(plan, unrolled, status)
-        layer_path = [n for n in unrolled if plan.in_layer(g.instances[n])]
         layer_broken = self.first_broken(plan, layer_path, status)
         plan.put(CriticalPath({
             "length_us": total,
@@ -135,11 +139,12 @@ class CriticalPathPass(Pass):
         return per_layer, length + extra * per_layer
 
 
-def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, int], list[int]]:
+def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, int], list[tuple[int, int | None]]]:
     """The longest path of the fully expanded program, computed on the window; the end of each
     layer (the largest distance of a task of layer-loop iteration value v, keyed by v); and that
-    path as window nodes from its start (a repeated copy once per pass evaluated; the passes a
-    steady loop skips are left out).
+    path from its start as (window node, the layer-loop value it stands for there: None outside
+    the layer loop), a repeated copy once per pass evaluated (the passes a steady loop skips are
+    left out).
 
     The copy of a windowed loop's iteration lo+1 stands for iterations lo+1..hi-1, which are
     identical (pgraph.expand.window): its nodes are evaluated once per iteration they stand
@@ -162,8 +167,8 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
     layer_ends: dict[int, int] = {}
     layer_pass: int | None = None   # the layer value the repeated layer copy stands for now
     #: per node, the path to it as a linked list (node, rest) of the pass that set its distance
-    ref: list[tuple[int, Any] | None] = [None] * n
-    best_ref: tuple[int, Any] | None = None
+    ref: list[tuple[tuple[int, int | None], Any] | None] = [None] * n
+    best_ref: tuple[tuple[int, int | None], Any] | None = None
 
     def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
         """(loop, position) of the outermost windowed loop, not already being repeated, whose
@@ -198,15 +203,14 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                     if mref is None or val > m or (val == m and u < mu):   # ties: the lowest id, as in --full
                         m, mref, mu = val, uref, u
                 dist[i] = cost[i] + m
-                ref[i] = (i, mref)
+                lv = own_layer[i]
+                if lv is not None and layer_pass is not None:
+                    lv = layer_pass
+                ref[i] = ((i, lv), mref)
                 if best_ref is None or dist[i] > best:
                     best, best_ref = dist[i], ref[i]
-                lv = own_layer[i]
-                if lv is not None:
-                    if layer_pass is not None:
-                        lv = layer_pass
-                    if dist[i] > layer_ends.get(lv, -1):
-                        layer_ends[lv] = dist[i]
+                if lv is not None and dist[i] > layer_ends.get(lv, -1):
+                    layer_ends[lv] = dist[i]
                 i += 1
                 continue
             lid, pos = found
@@ -267,7 +271,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
             i = j
 
     evaluate(0, n, (), {})
-    path: list[int] = []
+    path: list[tuple[int, int | None]] = []
     cur = best_ref
     while cur is not None:
         path.append(cur[0])
