@@ -140,6 +140,8 @@ def slabs_disjoint(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
             budget -= math.prod(a.size for a in axes) * loop.axis.size
             if free or budget < 0:
                 return False  # another loop's variable, or too many points: expand in full
+            if region.tensor in p.carries:
+                return False  # a tensor carry's slabs per inner iteration: expand in full
             tensor = p.tensors[region.tensor]
             fast = region_function(region, tensor.shape) if safe_values(
                 [(a.lo, a.hi) for a in axes] + [(loop.axis.lo, loop.axis.hi)]) else None

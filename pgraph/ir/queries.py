@@ -291,9 +291,11 @@ def roots(p: ir.Program, name: str) -> set[str]:
 
 def outlives_iteration(p: ir.Program, name: str, lid: int) -> bool:
     """True when tensor `name` is one buffer for every iteration of loop `lid` (external, or
-    allocated outside the loop); a carry alias names the previous iteration's buffer."""
-    if name in p.carries:
-        return False
+    allocated outside the loop). A tensor carry names another buffer in each iteration of its own
+    loop, and one buffer through every iteration of a loop inside it."""
+    carry = p.carries.get(name)
+    if carry is not None:
+        return carry.kind is CarryKind.TENSOR and p.carry_loop(name).id != lid
     t = p.tensors.get(name)
     if t is None:
         return False
