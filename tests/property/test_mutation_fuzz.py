@@ -43,6 +43,7 @@ import pytest
 
 from pgraph.cli import main
 from tests.conftest import time_limit
+from tests.property.test_fuzz_spec import tokens  # the same lexer: kinds name, keyword, int, string, punct
 from tests.unit.test_grammar_words import grammar_words
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,6 @@ RELIABILITY = ROOT / "docs" / "reliability.md"
 BEGIN, END = "<!-- mutation-fuzz:begin -->", "<!-- mutation-fuzz:end -->"
 
 #: One token: a string, a comment (skipped), a word, an integer, a two-character operator, any other character.
-TOKEN_RE = re.compile(r'"[^"\n]*"|#[^\n]*|[A-Za-z_][A-Za-z_0-9]*|[0-9][0-9_]*|\.\.|\+:|==|!=|<=|>=|\S')
 KEYWORDS = grammar_words()
 #: Replacement numbers: zero, negative, one, past i32/u32/i64/u64, past any float, and huge.
 FIXED_NUMBERS = ("0", "-1", "1", "2", "2147483648", "4294967296", "9223372036854775808", "18446744073709551616",
@@ -119,24 +119,6 @@ SPECS = sorted(r for r in FILES if "/configs/" not in r and not r.startswith(NOT
 PAIRS = sorted((f, s) for s in SPECS for f in closure(s))
 WEIGHTS = [FOLDER_WEIGHT[_folder(s)] for _, s in PAIRS]
 
-
-def tokens(text: str) -> list[tuple[str, int, int]]:
-    """(kind, start, end) of every token outside comments; kind is name, keyword, int, string or punct."""
-    out = []
-    for m in TOKEN_RE.finditer(text):
-        s = m.group(0)
-        if s.startswith("#"):
-            continue
-        if s[0].isdigit():
-            kind = "int"
-        elif s[0] == '"':
-            kind = "string"
-        elif s[0].isalpha() or s[0] == "_":
-            kind = "keyword" if s in KEYWORDS else "name"
-        else:
-            kind = "punct"
-        out.append((kind, m.start(), m.end()))
-    return out
 
 
 NAMES = sorted({t[a:b] for t in FILES.values() for kind, a, b in tokens(t) if kind == "name"})
