@@ -83,7 +83,11 @@ def test_differential(data: st.DataObject, objs: list[Path], tmp_path: Path) -> 
 #: iteration of a loop inside its own loop, so an `out` argument through it (OUTPUT_EXISTING: each
 #: iteration adds a TensorMap entry) did not make the inner loop's iterations differ, and the
 #: window missed inferred edges.
-REGRESSION_SEEDS = (401, 3446, 4893, 6262, 6443, 8302, 20000)
+#: 2760, 4028, 4316, 4601, 6195, 8119, 9406, 9744, 9821 (long run): a windowed loop inside another
+#: loop; an edge into another outer iteration joins inner copies that are not paired iteration by
+#: iteration, so the windowed dep-pool figures differed from --full by a few entries (8119: 3 vs 4).
+#: Such loops are now expanded in full (`pgraph.expand.window.nested_loops`).
+REGRESSION_SEEDS = (401, 2760, 3446, 4028, 4316, 4601, 4893, 6195, 6262, 6443, 8119, 8302, 9406, 9744, 9821, 20000)
 
 
 @pytest.mark.parametrize("seed", [*range(CI_SEEDS), *REGRESSION_SEEDS])
