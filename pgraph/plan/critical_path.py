@@ -170,12 +170,16 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
     ref: list[tuple[tuple[int, int | None], Any] | None] = [None] * n
     best_ref: tuple[tuple[int, int | None], Any] | None = None
 
+    #: per node: (loop, position) of each windowed loop whose iteration-lo+1 copy it belongs to,
+    #: outermost first (computed once: the evaluation visits every node once per pass)
+    reps = [tuple((lid, pos) for pos, (lid, it) in enumerate(zip(inst.loops, inst.iters))
+                  if lid in g.windowed and it == lo[lid] + 1) for inst in g.instances]
+
     def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
         """(loop, position) of the outermost windowed loop, not already being repeated, whose
         iteration-lo+1 copy node i belongs to."""
-        inst = g.instances[i]
-        for pos, (lid, it) in enumerate(zip(inst.loops, inst.iters)):
-            if lid in g.windowed and lid not in active and it == lo[lid] + 1:
+        for lid, pos in reps[i]:
+            if lid not in active:
                 return lid, pos
         return None
 
@@ -186,19 +190,40 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
         iters = tuple(it + 1 if l2 == lid else it for l2, it in zip(inst.loops, inst.iters))
         return g.by_key.get((inst.dispatch, iters, inst.index))
 
+    def steady(i: int, j: int, dv: list[int], twins: dict[int, int]) -> bool:
+        """True when the pass over nodes i..j-1 is in its steady state: every moving node moved by
+        the same step s > 0 (its longest path then comes through a moving input: a still input
+        would have held it still), and no still node reads a moving node or the carried value of a
+        moving twin (it stays still in every later pass). Then each pass adds s to the same nodes."""
+        moving = {x for x in dv if x}
+        if len(moving) > 1 or any(x < 0 for x in moving):
+            return False
+        if not moving:
+            return True
+        for k in range(i, j):
+            if dv[k - i]:
+                continue
+            for u in preds[k]:
+                if i <= u < j and dv[u - i]:
+                    return False
+                t = twins.get(u)
+                if t is not None and dv[t - i]:
+                    return False
+        return True
+
     def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, tuple[int, Any]]) -> None:
         """Evaluate nodes a..b-1 once; `carried[u]` (distance, path) replaces node u's (a lo-copy
         producer, read from its lo+1 twin's previous pass)."""
         nonlocal best, layer_pass, best_ref
         i = a
         while i < b:
-            found = rep_loop(i, active)
+            found = rep_loop(i, active) if reps[i] else None
             if found is None:
                 m = 0
                 mref = None
                 mu = -1
                 for u in preds[i]:
-                    c = carried.get(u)
+                    c = carried.get(u) if carried else None
                     val, uref = c if c is not None else (dist[u], ref[u])
                     if mref is None or val > m or (val == m and u < mu):   # ties: the lowest id, as in --full
                         m, mref, mu = val, uref, u
@@ -230,7 +255,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
             inner = carried
             passes = g.loop_weight(lid, lo[lid] + 1)
             prev: list[int] | None = None
-            step: int | None = None
+            prev_dv: list[int] | None = None
             for done in range(1, passes + 1):
                 if lid == layer:
                     layer_pass = lo[lid] + done
@@ -243,27 +268,26 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                 inner = {**carried, **{u: (dist[t], ref[t]) for u, t in twins.items()}}
                 cur = dist[i:j]
                 if prev is not None:
-                    delta = {a - b for a, b in zip(cur, prev)}
-                    if len(delta) == 1 and step == next(iter(delta)):
-                        # two passes in a row moved every node by the same amount: every node's
-                        # longest path now comes through the previous pass (the values from outside
-                        # the loop, which stay put, no longer win anywhere), so each later pass adds
-                        # the same again; jump to the last pass
+                    dv = [x - y for x, y in zip(cur, prev)]
+                    if dv == prev_dv and steady(i, j, dv, twins):
+                        # two passes in a row moved each node by the same amount as the pass
+                        # before, all moving nodes by one step, and no still node has a moving
+                        # input: each later pass adds the same again; jump to the last pass
                         rest = passes - done
                         for k in range(i, j):
-                            dist[k] += rest * step
+                            dist[k] += rest * dv[k - i]
                         for u, t in twins.items():
                             if dist[t] > peak[u][0]:
                                 peak[u] = (dist[t], ref[t])
                         top = max(range(i, j), key=lambda k: dist[k], default=None)
                         if top is not None and dist[top] > best:
                             best, best_ref = dist[top], ref[top]
-                        if lid == layer:   # each skipped layer ends `step` later than the one before
-                            last = layer_ends.get(lo[lid] + done)
-                            if last is not None:
-                                layer_ends[lo[lid] + passes] = last + rest * step
+                        if lid == layer:   # the last layer's end (the skipped ones are not listed)
+                            ends = [dist[k] for k in range(i, j) if own_layer[k] is not None]
+                            if ends:
+                                layer_ends[lo[lid] + passes] = max(ends)
                         break
-                    step = next(iter(delta)) if len(delta) == 1 else None
+                    prev_dv = dv
                 prev = cur
             for u, (value, vref) in peak.items():
                 if value > dist[u]:

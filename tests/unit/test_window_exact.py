@@ -144,3 +144,38 @@ def test_loop_inside_a_loop_is_expanded_in_full(tmp_path: Path, outer: int, wind
     # producer per submission, runtime_and_orchestration.md §6): 4 entries, else 1
     ring3 = next(r for r in full["rings"] if r["ring"] == 3)  # type: ignore[attr-defined]
     assert ring3["peak_dep_pool"] == (4 if outer > 1 else 1)
+
+
+def test_critical_path_jump_waits_for_still_tasks_with_growing_inputs(tmp_path: Path) -> None:
+    """The window's critical path skips the passes of a layer loop once it is steady. By hand
+    (costs k 5, k10 10, big 100): t_L = t_(L-1) + 5 from first = 5, so t_L = 5 (L + 2); w costs
+    100 with no input; z_L = 10 + max(t_(L-1), 100) sits at 110 until t passes 100 (L = 20), then
+    grows, z_39 = 10 + t_38 = 210. A jump taken while z is still (passes 2 and 3 move only t,
+    by 5) would keep z at 110 and report t_39 = 205."""
+    spec = tmp_path / "jump.pgl"
+    spec.write_text("""
+tensor x : f32[16, 64] external
+tensor z2 : f32[40, 16, 64] external
+tensor w2 : f32[40, 16, 64] external
+kernel k aiv (a : inout f32[16, 64])
+kernel k10 aiv (a : inout f32[16, 64])
+kernel big aic (a : inout f32[16, 64])
+cost k = 5
+cost k10 = 10
+cost big = 100
+entry e {
+  manual scope {
+    at first { call k(x) }
+    for L in 0..40 carry c = first then t {
+      at w { call big(w2[L, :, :]) }
+      at z deps(c, w) { call k10(z2[L, :, :]) }
+      at t deps(c) { call k(x) }
+    }
+  }
+}
+""", encoding="utf-8")
+    plan, _ = plan_program(spec, Options())
+    assert plan is not None and set(plan.graph.windowed) == {0}
+    window, _ = facts(spec, False)
+    full, _ = facts(spec, True)
+    assert window["critical_path"]["length_us"] == full["critical_path"]["length_us"] == 210  # type: ignore[index]
