@@ -151,24 +151,33 @@ class DeadTaskPass(Pass):
     def run(self, plan: Plan) -> None:
         g = plan.graph
         p = plan.program
-        readers: dict[tuple[str, tuple[int, ...]], set[int]] = defaultdict(set)
+        #: buffer key -> the one task reading it, or -1 when two or more do
+        reader: dict[tuple[str, tuple[int, ...]], int] = {}
         writes: dict[int, set[tuple[str, tuple[int, ...]]]] = defaultdict(set)
+        lo = [lp.axis.lo for lp in p.loops]
+        reads = (AccessKind.READ, AccessKind.ATOMIC)
         for node, blocks in g.blocks.items():
+            inst = g.instances[node]
+            # later iterations' readers may not be expanded: only first-iteration writers are judged
+            judged = all(it == lo[lid] for lid, it in zip(inst.loops, inst.iters))
             for block in blocks:
                 for kind, items in block.items():
-                    for _t, key, _box, _ind in items:
-                        if kind in (AccessKind.READ, AccessKind.ATOMIC):
-                            readers[key].add(node)
-                        if kind in (AccessKind.WRITE, AccessKind.ATOMIC):
-                            writes[node].add(key)
+                    if kind in reads:
+                        for item in items:
+                            key = item[1]
+                            other = reader.get(key)
+                            if other is None:
+                                reader[key] = node
+                            elif other != node:
+                                reader[key] = -1
+                    if judged and kind is not AccessKind.READ:
+                        writes[node].update(item[1] for item in items)
         dead: dict[str, set[str]] = {}
         for node, keys in writes.items():
             inst = g.instances[node]
-            if any(it != p.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters)):
-                continue  # later iterations' readers may not be expanded
             live = False
             for key in keys:
-                if p.tensors[key[0]].storage is Storage.EXTERNAL or readers[key] - {node}:
+                if p.tensors[key[0]].storage is Storage.EXTERNAL or reader.get(key, node) != node:
                     live = True
                     break
             if not live:
