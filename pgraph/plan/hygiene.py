@@ -170,7 +170,7 @@ class DeadTaskPass(Pass):
                                 reader[key] = node
                             elif other != node:
                                 reader[key] = -1
-                    if judged and kind is not AccessKind.READ:
+                    if judged and items and kind is not AccessKind.READ:
                         writes[node].update(item[1] for item in items)
         dead: dict[str, set[str]] = {}
         for node, keys in writes.items():

@@ -329,3 +329,29 @@ def test_scope_table_and_rings_use_the_target_output_align(tmp_path) -> None:
         assert loop_body["heap_bytes"] == want
         ring = next(r for r in report_facts(plan)["rings"] if r["ring"] == loop_body["ring"])
         assert ring["layer_heap"] == want
+
+
+def test_dead_task_rule_skips_tasks_that_only_read(tmp_path: Path) -> None:
+    """PG117 judges the writes of a task: `q` and `r` only read (q the buffer p wrote, r an
+    external), `s` writes `u` that nothing reads. A regression: read-only tasks were once reported
+    as writing an empty list of buffers."""
+    spec = tmp_path / "ro.pgl"
+    spec.write_text("""
+tensor x : f32[16, 64] external
+kernel fill aiv (a : out f32[16, 64])
+kernel look aiv (a : in f32[16, 64])
+entry e {
+  auto scope {
+    tensor t : f32[16, 64]
+    tensor u : f32[16, 64]
+    at p { call fill(t) }
+    at q deps(p) { call look(t) }
+    at r { call look(x) }
+    at s { call fill(u) }
+  }
+}
+""", encoding="utf-8")
+    _, bag = plan_program(spec, Options())
+    dead = [d for d in bag.items if d.code == "PG117"]
+    assert [(d.span.line, d.message) for d in dead if d.span] == [
+        (12, "'s' writes only u, which nothing reads afterwards")]
