@@ -179,3 +179,40 @@ entry e {
     window, _ = facts(spec, False)
     full, _ = facts(spec, True)
     assert window["critical_path"]["length_us"] == full["critical_path"]["length_us"] == 210  # type: ignore[index]
+
+
+def test_carry_init_read_after_the_loop_expands_it(tmp_path: Path) -> None:
+    """Found by an adversarial review: `p`, after the loop, reads h0, the INIT of the tensor carry
+    `cur`; only iteration 0's `a` writes h0 (through `cur`), so by hand the critical path is
+    pre (5) + a@L=0 (5) + p (10000) = 10010 (alloc tasks cost 0). The window let a@L=0's edge
+    into p stand for every iteration and reported a@L=39 (400) + 10000 = 10400; such a loop is
+    now expanded in full."""
+    spec = tmp_path / "init_after.pgl"
+    spec.write_text("""
+tensor y : f32[16, 64] external
+kernel fill aiv (a : out f32[16, 64])
+kernel bump aiv (a : inout f32[16, 64])
+kernel copy aiv (a : in f32[16, 64], b : inout f32[16, 64])
+kernel rd aiv (a : in f32[16, 64])
+kernel huge aiv (a : in f32[16, 64])
+cost bump = 5
+cost copy = 5
+cost huge = 10000
+entry e {
+  tensor h0 : f32[16, 64]
+  at pre { call fill(h0) }
+  for L in 0..40 carry cur = h0 then h, c = pre then a {
+    tensor h : f32[16, 64]
+    at a { call bump(cur) }
+    at b { call copy(cur, h) }
+    at cc deps(c) { call rd(y) }
+  }
+  at p { call huge(h0) }
+}
+""", encoding="utf-8")
+    plan, _ = plan_program(spec, Options())
+    assert plan is not None and not plan.graph.windowed
+    window, wdiag = facts(spec, False)
+    full, fdiag = facts(spec, True)
+    assert window == full and wdiag == fdiag
+    assert full["critical_path"]["length_us"] == 10010  # type: ignore[index]
