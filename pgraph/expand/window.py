@@ -84,7 +84,7 @@ def _carry_aliases(p: ir.Program, loop: ir.Loop) -> bool:
         through, by_name = False, False
         for d in inside:
             for w, r in _touches(d):
-                if r.tensor == c.name or p.tensors.get(r.tensor) is not None and p.tensors[r.tensor].base == c.name:
+                if _through_carry(p, r, c.name):
                     through = True
                     via = via or w
                 elif roots(p, r.tensor) & init_roots:

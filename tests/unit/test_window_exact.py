@@ -40,12 +40,21 @@ def facts(spec: Path, full: bool, **kw: object) -> tuple[dict[str, object], set[
     return comparable(report_facts(plan)), where
 
 
-def assert_same(spec: Path, **kw: object) -> None:
+def assert_same(spec: Path, **kw: object) -> dict[str, object]:
+    """Windowed and --full facts and diagnostics of `spec` are equal; the --full facts."""
     window, wdiag = facts(spec, False, **kw)
     full, fdiag = facts(spec, True, **kw)
     for key in window.keys() | full.keys():
         assert window.get(key) == full.get(key), key
     assert wdiag == fdiag
+    return full
+
+
+def windowed_loops(spec: Path) -> set[int]:
+    """The ids of the loops the default (windowed) plan of `spec` expands twice only."""
+    plan, bag = plan_program(spec, Options())
+    assert plan is not None, [d.message for d in bag.items]
+    return set(plan.graph.windowed)
 
 
 @pytest.mark.parametrize("layers", [3, 5])
@@ -133,11 +142,8 @@ def test_loop_inside_a_loop_is_expanded_in_full(tmp_path: Path, outer: int, wind
     Inside a one-iteration loop the inner loop is still windowed."""
     spec = tmp_path / "nested.pgl"
     spec.write_text(NESTED.replace("OUTER", str(outer)), encoding="utf-8")
-    plan, _ = plan_program(spec, Options())
-    assert plan is not None and set(plan.graph.windowed) == windowed
-    window, wdiag = facts(spec, False)
-    full, fdiag = facts(spec, True)
-    assert window == full and wdiag == fdiag
+    assert windowed_loops(spec) == windowed
+    full = assert_same(spec)
     # by hand, ring 3 (the inner body scope at depth 3, one t per instance): the inout k(x) chain gives each t
     # one TensorMap edge to the next t; the last t of an outer iteration feeds the 4 t's of the next
     # through c, the edge to the first of them merged with its TensorMap edge (simpler dedups per
@@ -174,8 +180,7 @@ entry e {
   }
 }
 """, encoding="utf-8")
-    plan, _ = plan_program(spec, Options())
-    assert plan is not None and set(plan.graph.windowed) == {0}
+    assert windowed_loops(spec) == {0}
     window, _ = facts(spec, False)
     full, _ = facts(spec, True)
     assert window["critical_path"]["length_us"] == full["critical_path"]["length_us"] == 210  # type: ignore[index]
@@ -210,9 +215,6 @@ entry e {
   at p { call huge(h0) }
 }
 """, encoding="utf-8")
-    plan, _ = plan_program(spec, Options())
-    assert plan is not None and not plan.graph.windowed
-    window, wdiag = facts(spec, False)
-    full, fdiag = facts(spec, True)
-    assert window == full and wdiag == fdiag
+    assert windowed_loops(spec) == set()
+    full = assert_same(spec)
     assert full["critical_path"]["length_us"] == 10010  # type: ignore[index]
