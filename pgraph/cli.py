@@ -23,7 +23,7 @@ from pgraph.diagnostics import (
     render_json,
     render_note_summary,
 )
-from pgraph.pipeline import STAGES, Options, UsageError, parse_define, plan_program, run_until
+from pgraph.pipeline import STAGES, Options, UsageError, keep_results, parse_define, plan_program, run_until
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -402,8 +402,10 @@ def run() -> None:
 
     Outputs are complete when `main` returns (written atomically, streams flushed here), so the
     process ends without tearing down its objects one by one: after a --full plan of a
-    351,050-task prefill that teardown alone takes seconds.
+    351,050-task prefill that teardown alone takes seconds. For the same reason the cyclic
+    collector never scans the pipeline's objects (`pipeline.keep_results`).
     """
+    keep_results()
     code = main()
     try:
         sys.stdout.flush()

@@ -204,17 +204,32 @@ def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) 
     return _expand_and_plan(loaded, program, window, opts, bag, stage)
 
 
+#: Whether the objects a pipeline run built live until the process ends (`keep_results`).
+_RESULTS_KEPT = False
+
+
+def keep_results() -> None:
+    """Declare that this process keeps what each pipeline run builds until it exits (the command
+    line: one run, its outputs, `os._exit`). The cyclic collector then leaves those objects out
+    of its scans for good (`gc.freeze`) instead of walking all of them once when it is enabled
+    again: ~7 s after a --full plan of the 351,050-task prefill, for no garbage found."""
+    global _RESULTS_KEPT
+    _RESULTS_KEPT = True
+
+
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Parsing, expansion and the passes build millions of objects and no reference cycles worth
     collecting: Python's cyclic collector would rescan them again and again (a third of a --full
-    prefill plan), so it waits until the pipeline returns."""
+    prefill plan), so it waits until the pipeline returns (see `keep_results`)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if _RESULTS_KEPT:
+                gc.freeze()
             gc.enable()
 
 

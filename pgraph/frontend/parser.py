@@ -5,19 +5,19 @@ from __future__ import annotations
 import functools
 import sys
 import zlib
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import lark
-from lark import Token, Transformer, v_args
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import MAX_INT_BITS
-from pgraph.frontend import ast
-from pgraph.frontend.syntax_errors import SYNTAX_EXAMPLES, best_match, describe
+from pgraph.frontend import ast, import_lark, lalr
 from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import SourceFile, Span, span_from_meta
+
+if TYPE_CHECKING:
+    import lark
 
 #: `reads|writes|atomic_add` keyword -> access kind.
 ACCESS_KINDS = {"reads": AccessKind.READ, "writes": AccessKind.WRITE, "atomic_add": AccessKind.ATOMIC}
@@ -57,6 +57,7 @@ def grammar_digest(text: str) -> bytes:
 
 def build_parser(text: str | None = None) -> lark.Lark:
     """The LALR parser built from the grammar text (what the saved tables must equal)."""
+    lark = import_lark()
     return lark.Lark(text if text is not None else _grammar_text(), parser="lalr", propagate_positions=True,
                      maybe_placeholders=False)
 
@@ -70,17 +71,23 @@ def load_saved_parser(text: str) -> lark.Lark | None:
         head = f.readline()
         if head != TABLES_MAGIC + grammar_digest(text) + b"\n":
             return None
-        return lark.Lark.load(f)
+        return import_lark().Lark.load(f)
 
 
 def save_parser(path: Path) -> None:
-    """Build the parser from the grammar and write its tables with their grammar digest to `path`."""
+    """Build the parser from the grammar and write its tables with their grammar digest to `path`
+    (Lark's saved parser) and beside it the start-up driver's tables (`lalr.TABLES_FILE`)."""
     text = _grammar_text()
+    built = build_parser(text)
     tmp = path.with_suffix(".tmp")
     with tmp.open("wb") as f:
         f.write(TABLES_MAGIC + grammar_digest(text) + b"\n")
-        build_parser(text).save(f)
+        built.save(f)
     tmp.replace(path)
+    tables = path.with_name(lalr.TABLES_FILE)
+    tmp = tables.with_suffix(".tmp")
+    tmp.write_bytes(lalr.dump_tables(lalr.build_tables(built), grammar_digest(text)))
+    tmp.replace(tables)
 
 
 @functools.cache
@@ -90,40 +97,77 @@ def parser() -> lark.Lark:
     return load_saved_parser(text) or build_parser(text)
 
 
-class _ToAst(Transformer[Any, Any]):
-    """Builds AST nodes; each method is named after the grammar rule it handles."""
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def with_meta(method: _F) -> _F:
+    """Mark a rule method that takes (meta, children): the node's position, then its children."""
+    method.with_meta = True  # type: ignore[attr-defined]
+    return method
+
+
+def _is_token(x: Any, ttype: str) -> bool:
+    """Whether `x` is a token of terminal `ttype` (a Lark token or the start-up driver's)."""
+    return isinstance(x, str) and getattr(x, "type", None) == ttype
+
+
+class _LiteralError(Exception):
+    """int() refused a literal of a node (Python's 4300-digit limit); `node` is the lark Tree."""
+
+    def __init__(self, node: Any) -> None:
+        super().__init__(node)
+        self.node = node
+
+
+class _ToAst:
+    """Builds AST nodes; each method is named after the grammar rule (or alias) it handles and
+    takes the rule's children (Tokens and the AST values of rule nodes), with the node's
+    position first when marked `with_meta`. The start-up driver (`lalr.Driver`) calls them
+    during the reductions; `transform` walks a Lark tree with them."""
 
     def __init__(self, file: SourceFile) -> None:
-        super().__init__()
         self.file = file
+
+    def transform(self, tree: Any) -> Any:
+        """The AST of a Lark parse tree (children first, like Lark's Transformer; a rule with
+        no method stays a Tree). Raises _LiteralError for an integer literal int() refuses."""
+        lark = import_lark()
+        children = [self.transform(c) if isinstance(c, lark.Tree) else c for c in tree.children]
+        method = getattr(self, tree.data, None)
+        if method is None:
+            return lark.Tree(tree.data, children, tree.meta)
+        try:
+            return method(tree.meta, children) if getattr(method, "with_meta", False) else method(children)
+        except ValueError as err:
+            raise _LiteralError(tree) from err
 
     def _span(self, meta: Any, fallback: Span | None = None) -> Span:
         if getattr(meta, "empty", False) and fallback is not None:
             return fallback
         return span_from_meta(self.file, meta)
 
-    def _tok(self, tok: Token) -> Span:
+    def _tok(self, tok: Any) -> Span:
         return span_from_meta(self.file, tok)
 
     # ---- top level ----
-    @v_args(meta=True)
+    @with_meta
     def start(self, meta: Any, items: list[Any]) -> ast.Module:
         return ast.Module(tuple(items), self._span(meta, Span(self.file, 1, 1, 1, 1)))
 
-    @v_args(meta=True)
+    @with_meta
     def include(self, meta: Any, c: list[Any]) -> ast.Include:
         return ast.Include(str(c[0])[1:-1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def const_decl(self, meta: Any, c: list[Any]) -> ast.Const:
         return ast.Const(str(c[0]), c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def assert_stmt(self, meta: Any, c: list[Any]) -> ast.Assert:
         msg = str(c[1])[1:-1] if len(c) > 1 else None
         return ast.Assert(c[0], msg, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def tensor_decl(self, meta: Any, c: list[Any]) -> ast.TensorDecl:
         dims = c[2]
         shape = tuple(d[1] if isinstance(d, tuple) else d for d in dims)
@@ -137,26 +181,26 @@ class _ToAst(Transformer[Any, Any]):
     def runtime_dim(self, c: list[Any]) -> tuple[str, Any]:
         return ("runtime", c[1])
 
-    @v_args(meta=True)
+    @with_meta
     def scalar_decl(self, meta: Any, c: list[Any]) -> ast.ScalarDecl:
         return ast.ScalarDecl(str(c[0]), str(c[1]), len(c) > 2, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def view_decl(self, meta: Any, c: list[Any]) -> ast.ViewDecl:
         return ast.ViewDecl(str(c[0]), str(c[1]), c[2], self._span(meta))
 
     def shape(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
 
-    @v_args(meta=True)
+    @with_meta
     def kernel_decl(self, meta: Any, c: list[Any]) -> ast.KernelDecl:
-        extern = bool(c) and isinstance(c[0], Token) and c[0].type == "EXTERN"
+        extern = bool(c) and _is_token(c[0], "EXTERN")
         if extern:
             c = c[1:]
         name, core = str(c[0]), str(c[1])
         rest = c[2:]
         source = None
-        if rest and isinstance(rest[0], Token) and rest[0].type == "STRING":
+        if rest and _is_token(rest[0], "STRING"):
             source = str(rest[0])[1:-1]
             rest = rest[1:]
         includes = next((x[1] for x in rest if isinstance(x, tuple) and x and x[0] == "includes"), ())
@@ -166,7 +210,7 @@ class _ToAst(Transformer[Any, Any]):
     def includes(self, c: list[Any]) -> tuple[str, tuple[str, ...]]:
         return ("includes", tuple(str(x)[1:-1] for x in c))
 
-    @v_args(meta=True)
+    @with_meta
     def kernel_alias(self, meta: Any, c: list[Any]) -> ast.KernelAlias:
         source = None
         if c and c[-1].type == "STRING":
@@ -176,96 +220,96 @@ class _ToAst(Transformer[Any, Any]):
         return ast.KernelAlias(tuple(str(n) for n in names), str(base), source, self._span(meta),
                                tuple(self._tok(n) for n in names))
 
-    @v_args(meta=True)
+    @with_meta
     def kernel_table(self, meta: Any, c: list[Any]) -> ast.KernelTable:
         return ast.KernelTable(str(c[0]), tuple(str(x) for x in c[1:]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def tensor_param(self, meta: Any, c: list[Any]) -> ast.Param:
         shape = c[3] if len(c) > 3 else None
         return ast.Param(str(c[0]), Direction(str(c[1])), str(c[2]), shape, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def scalar_param(self, meta: Any, c: list[Any]) -> ast.Param:
         return ast.Param(str(c[0]), Direction.SCALAR, str(c[1]), None, self._span(meta))
 
     # ---- entry, scopes ----
-    @v_args(meta=True)
+    @with_meta
     def entry_decl(self, meta: Any, c: list[Any]) -> ast.Entry:
         return ast.Entry(str(c[0]), c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def block(self, meta: Any, c: list[Any]) -> ast.Block:
         return ast.Block(tuple(c), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def scope_stmt(self, meta: Any, c: list[Any]) -> ast.ScopeStmt:
         ring = int(str(c[1]).replace("_", "")) if len(c) == 3 else None
         return ast.ScopeStmt(ScopeMode(str(c[0])), ring, c[-1], self._span(meta),
                              self._tok(c[1]) if len(c) == 3 else None)
 
-    @v_args(meta=True)
+    @with_meta
     def for_stmt(self, meta: Any, c: list[Any]) -> ast.ForStmt:
         var = c[0]
         lo, hi = c[1]
-        scoped = not any(isinstance(x, Token) and x.type == "UNSCOPED" for x in c)
+        scoped = not any(_is_token(x, "UNSCOPED") for x in c)
         carries = next((x for x in c[2:] if isinstance(x, tuple)), ())
         axis = ast.Axis(str(var), lo, hi, self._tok(var))
         return ast.ForStmt(axis, tuple(carries), c[-1], self._span(meta), scoped)
 
-    @v_args(meta=True)
+    @with_meta
     def target_decl(self, meta: Any, c: list[Any]) -> ast.Target:
         return ast.Target(str(c[0]), tuple(c[1:]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def target_item(self, meta: Any, c: list[Any]) -> ast.TargetItem:
         unit = c[2] if len(c) > 2 else None
         return ast.TargetItem(str(c[0]), c[1], self._span(meta), str(unit) if unit is not None else None,
                               self._tok(unit) if unit is not None else None)
 
-    @v_args(meta=True)
+    @with_meta
     def cost_decl(self, meta: Any, c: list[Any]) -> ast.Cost:
         unit = c[2] if len(c) > 2 else None
         return ast.Cost(str(c[0]), c[1], self._span(meta), str(unit) if unit is not None else None,
                         self._tok(unit) if unit is not None else None)
 
-    @v_args(meta=True)
+    @with_meta
     def budget_decl(self, meta: Any, c: list[Any]) -> ast.Budget:
         return ast.Budget(str(c[0]), c[1], self._span(meta))
 
     def carry(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
 
-    @v_args(meta=True)
+    @with_meta
     def carry_item(self, meta: Any, c: list[Any]) -> ast.CarryItem:
         return ast.CarryItem(str(c[0]), str(c[1]), str(c[2]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def phase_stmt(self, meta: Any, c: list[Any]) -> ast.PhaseStmt:
         return ast.PhaseStmt(str(c[0]), c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def interleave_stmt(self, meta: Any, c: list[Any]) -> ast.InterleaveStmt:
         return ast.InterleaveStmt(c[0], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def taskids_stmt(self, meta: Any, c: list[Any]) -> ast.TaskIds:
         return ast.TaskIds(tuple(str(x) for x in c), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def let_stmt(self, meta: Any, c: list[Any]) -> ast.Let:
         return ast.Let(str(c[0]), c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def fragment_decl(self, meta: Any, c: list[Any]) -> ast.Fragment:
         return ast.Fragment(str(c[0]), c[1], self._span(meta), self._tok(c[0]))
 
-    @v_args(meta=True)
+    @with_meta
     def use_stmt(self, meta: Any, c: list[Any]) -> ast.Use:
         return ast.Use(str(c[0]), self._span(meta), self._tok(c[0]))
 
     # ---- tasks ----
-    @v_args(meta=True)
+    @with_meta
     def task(self, meta: Any, c: list[Any]) -> ast.Task:
         kind, name = TaskKind(str(c[0])), c[1]
         axes: tuple[ast.Axis, ...] = ()
@@ -293,7 +337,7 @@ class _ToAst(Transformer[Any, Any]):
     def index_space(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)
 
-    @v_args(meta=True)
+    @with_meta
     def axis(self, meta: Any, c: list[Any]) -> ast.Axis:
         return ast.Axis(str(c[0]), c[1][0], c[1][1], self._span(meta))
 
@@ -303,46 +347,46 @@ class _ToAst(Transformer[Any, Any]):
     def flag(self, c: list[Any]) -> tuple[str, Flag, Span]:
         return ("flag", Flag(str(c[0])), self._tok(c[0]))
 
-    @v_args(meta=True)
+    @with_meta
     def deps(self, meta: Any, c: list[Any]) -> tuple[str, tuple[Any, ...], Span]:
         return ("deps", tuple(c), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def dep(self, meta: Any, c: list[Any]) -> ast.Dep:
         sels = tuple(c[1:]) if len(c) > 1 else None
         return ast.Dep(str(c[0]), sels, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def sel_all(self, meta: Any, c: list[Any]) -> ast.Sel:
         return ast.Sel(DimKind.ALL, None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
 
-    @v_args(meta=True)
+    @with_meta
     def sel_index(self, meta: Any, c: list[Any]) -> ast.Sel:
         return ast.Sel(DimKind.INDEX, c[0], None, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def sel_range(self, meta: Any, c: list[Any]) -> ast.Sel:
         return ast.Sel(DimKind.RANGE, c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def sel_extent(self, meta: Any, c: list[Any]) -> ast.Sel:
         return ast.Sel(DimKind.EXTENT, c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def task_body(self, meta: Any, c: list[Any]) -> tuple[str, tuple[Any, ...], Span]:
         return ("body", tuple(c), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def access(self, meta: Any, c: list[Any]) -> ast.Access:
         return ast.Access(ACCESS_KINDS[str(c[0])], tuple(c[1:]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def item_loop(self, meta: Any, c: list[Any]) -> ast.ItemLoop:
         var = c[0]
         axis = ast.Axis(str(var), c[1][0], c[1][1], self._tok(var))
         return ast.ItemLoop(axis, tuple(c[2:]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def call(self, meta: Any, c: list[Any]) -> ast.Call:
         # `call T[i](a, b)`: the parser cannot tell the index from a first argument, so the
         # transformer sees [T, i, a, b] or [T, a, b]; the index is marked by its own rule below
@@ -356,11 +400,11 @@ class _ToAst(Transformer[Any, Any]):
     def kernel_index(self, c: list[Any]) -> tuple[str, Any]:
         return ("kernel_index", c[0])
 
-    @v_args(meta=True)
+    @with_meta
     def untouched(self, meta: Any, c: list[Any]) -> ast.Untouched:
         return ast.Untouched(tuple(str(x) for x in c), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def region(self, meta: Any, c: list[Any]) -> ast.Region:
         indirect = None
         if c and isinstance(c[-1], tuple) and c[-1] and c[-1][0] == "indirect":
@@ -368,34 +412,34 @@ class _ToAst(Transformer[Any, Any]):
             c = c[:-1]
         return ast.Region(str(c[0]), tuple(c[1:]), indirect, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def whole_region(self, meta: Any, c: list[Any]) -> ast.Region:
         return ast.Region(str(c[0]), None, None, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def whole_indirect(self, meta: Any, c: list[Any]) -> ast.Region:
         return ast.Region(str(c[0]), None, c[1][1], self._span(meta))
 
     def indirect(self, c: list[Any]) -> tuple[str, tuple[str, ...]]:
         return ("indirect", tuple(str(x) for x in c))
 
-    @v_args(meta=True)
+    @with_meta
     def sl_all(self, meta: Any, c: list[Any]) -> ast.Slice:
         return ast.Slice(DimKind.ALL, None, None, self._span(meta, Span(self.file, 1, 1, 1, 1)))
 
-    @v_args(meta=True)
+    @with_meta
     def sl_index(self, meta: Any, c: list[Any]) -> ast.Slice:
         return ast.Slice(DimKind.INDEX, c[0], None, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def sl_range(self, meta: Any, c: list[Any]) -> ast.Slice:
         return ast.Slice(DimKind.RANGE, c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def sl_extent(self, meta: Any, c: list[Any]) -> ast.Slice:
         return ast.Slice(DimKind.EXTENT, c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def wave(self, meta: Any, c: list[Any]) -> ast.Wave:
         name = str(c[0])
         axes = tuple(x for x in c[1:] if isinstance(x, ast.Axis))
@@ -414,46 +458,48 @@ class _ToAst(Transformer[Any, Any]):
         return (TaskKind.SPMD, tuple(str(x) for x in c) if c else None)
 
     # ---- expressions ----
-    @v_args(meta=True)
+    @with_meta
     def number(self, meta: Any, c: list[Any]) -> ast.Num:
         value = int(str(c[0]).replace("_", ""))
         if value.bit_length() > MAX_INT_BITS:
             raise ValueError("integer literal too large")  # parse_source reports it (PG018)
         return ast.Num(value, self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def name(self, meta: Any, c: list[Any]) -> ast.Name:
         return ast.Name(str(c[0]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def func(self, meta: Any, c: list[Any]) -> ast.Func:
         return ast.Func(str(c[0]), tuple(c[1:]), self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def binop(self, meta: Any, c: list[Any]) -> ast.BinOp:
         return ast.BinOp(str(c[1]), c[0], c[2], self._span(meta))
 
     compare = binop
 
-    @v_args(meta=True)
+    @with_meta
     def or_op(self, meta: Any, c: list[Any]) -> ast.BinOp:
         return ast.BinOp("or", c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def and_op(self, meta: Any, c: list[Any]) -> ast.BinOp:
         return ast.BinOp("and", c[0], c[1], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def not_op(self, meta: Any, c: list[Any]) -> ast.Not:
         return ast.Not(c[0], self._span(meta))
 
-    @v_args(meta=True)
+    @with_meta
     def neg(self, meta: Any, c: list[Any]) -> ast.Neg:
         return ast.Neg(c[0], self._span(meta))
 
 
-def _friendly(err: lark.exceptions.UnexpectedInput, source: str) -> tuple[str, str] | None:
+def _friendly(err: Any, source: str) -> tuple[str, str] | None:
     """Pick the message of the known bad input whose parser state matches `err`."""
+    from pgraph.frontend.syntax_errors import best_match
+
     try:
         ex = best_match(err, parser().parse, source)
     except Exception:  # noqa: BLE001 - a failed match only loses the friendly text
@@ -461,15 +507,35 @@ def _friendly(err: lark.exceptions.UnexpectedInput, source: str) -> tuple[str, s
     return None if ex is None else (ex.message, ex.hint)
 
 
-def _describe(err: lark.exceptions.UnexpectedInput, source: str) -> str:
+def _describe(err: Any, source: str) -> str:
+    from pgraph.frontend.syntax_errors import describe
+
     return describe(err, parser().terminals, source)
 
 
 def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
-    """Parse one file. On a syntax error append PG001 to `bag` and return None."""
+    """Parse one file. On a syntax error append PG001 to `bag` and return None.
+
+    A valid text is parsed by the start-up driver (`lalr`, no Lark import); any text the
+    driver does not accept is parsed by Lark, whose result or error is the answer.
+    """
+    fast = lalr.driver(grammar_digest(_grammar_text()))
+    if fast is not None:
+        try:
+            return fast.parse(file.text, _ToAst(file), MAX_NESTING)  # type: ignore[no-any-return]
+        except Exception:  # noqa: BLE001 - Lark parses it again and reports what is wrong
+            pass
+    return _parse_with_lark(file, bag)
+
+
+def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
+    """`parse_source` by Lark: the syntax diagnostics come from its exceptions."""
+    lark = import_lark()
     try:
         tree = parser().parse(file.text)
     except lark.exceptions.UnexpectedInput as err:
+        from pgraph.frontend.syntax_errors import SYNTAX_EXAMPLES
+
         line = getattr(err, "line", 1) or 1
         col = getattr(err, "column", 1) or 1
         if isinstance(err, lark.exceptions.UnexpectedEOF) or (
@@ -500,13 +566,12 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         return None
     try:
         return _ToAst(file).transform(tree)  # type: ignore[no-any-return]
-    except lark.exceptions.VisitError as err:  # int() of a literal past Python's 4300-digit limit
-        if not isinstance(err.orig_exc, ValueError):
-            raise
-        tok = next((c for c in getattr(err.obj, "children", ()) if isinstance(c, Token) and c.type == "INT"), None)
+    except _LiteralError as err:  # int() of a literal past Python's 4300-digit limit
+        tok = next((c for c in err.node.children if _is_token(c, "INT")), None)
         digits = len(str(tok).replace("_", "")) if tok is not None else 0
         bag.add("PG018", f"an integer literal of {digits:,} digits is too large (the limit is 2**{MAX_INT_BITS})",
-                span_from_meta(file, tok or err.obj), hint="integers are decimal constants; write a shorter value")
+                span_from_meta(file, tok or err.node.meta),
+                hint="integers are decimal constants; write a shorter value")
         return None
 
 
@@ -561,6 +626,7 @@ MAX_NESTING = 200
 
 def _too_deep(tree: lark.Tree[Any]) -> Any:
     """The first node (Tree meta or Token) deeper than MAX_NESTING, or None; iterative."""
+    lark = import_lark()
     stack: list[tuple[Any, int]] = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
@@ -573,7 +639,8 @@ def _too_deep(tree: lark.Tree[Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python3 -m pgraph.frontend.parser`: rewrite grammar/pgl.lalr from grammar/pgl.lark."""
+    """`python3 -m pgraph.frontend.parser`: rewrite grammar/pgl.lalr and grammar/pgl.tables
+    from grammar/pgl.lark."""
     path = Path(__file__).resolve().parents[2] / "grammar" / TABLES_FILE
     if not path.parent.is_dir():
         print("run from a source checkout (grammar/ next to pgraph/)", file=sys.stderr)

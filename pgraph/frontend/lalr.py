@@ -1,0 +1,436 @@
+"""The start-up parser: an LALR driver over the tables Lark builds from grammar/pgl.lark.
+
+Lark is the grammar's parser generator and the parser of record: it builds the tables, and a
+text this driver does not accept is parsed again by Lark itself, whose exception the syntax
+diagnostics are made from (`pgraph.frontend.parser`). This module only makes the common case,
+a valid spec, cheap in a fresh process: importing Lark, loading its saved parser and compiling
+the contextual lexer's 78 scanners cost ~0.1 s before the first token, and Lark's parse-tree
+layers another ~20 µs per token. Here the tables are plain data (`grammar/pgl.tables`, written
+by `python3 -m pgraph.frontend.parser` from Lark's own objects: its LALR states, rules, child
+filters and each state's lexer terminals) and the driver calls the AST builder's rule methods
+during the reductions, so no parse tree is built.
+
+What must equal Lark's result, and is checked against Lark on every spec, document and random
+program in the tests (tests/unit/test_lalr.py):
+- the tokens: Lark's contextual lexer, i.e. in each parser state the first of that state's
+  terminals (Lark's order: priority, longest possible match, longest pattern, name) that
+  matches, with a keyword string re-typed from the regex terminal it is embedded in. One
+  alternation of all terminals finds the first match overall; when that terminal is not the
+  state's, the state's terminals after it are tried one by one (rare: `in` after a loop name).
+- the tree shapes: each rule's child filter (anonymous tokens dropped, `_` rules spliced in),
+  `?rule` single-child expansion, `-> alias` names;
+- the positions Lark's `propagate_positions` gives every rule node (line, column, end line,
+  end column, offsets, `empty`), including the containers of inlined rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+#: The package data file of the tables; it starts with TABLES_MAGIC and the digest of the
+#: grammar it was built from (`pgraph.frontend.parser.grammar_digest`).
+TABLES_FILE = "pgl.tables"
+TABLES_MAGIC = b"pgraph-tables-1 "
+
+
+class Token(str):
+    """A terminal of the text: the characters, the terminal name `type` and its position.
+
+    The attributes Lark's Token has: `type` (terminal name, e.g. "NAME"), `start_pos` and
+    `end_pos` (0-based character offsets), `line`, `column`, `end_line`, `end_column` (1-based;
+    the end column is one past the last character).
+    """
+
+    type: str
+    start_pos: int
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    end_pos: int
+
+    @property
+    def value(self) -> str:
+        """The characters (Lark's `Token.value`)."""
+        return str(self)
+
+
+class Meta:
+    """The position of a rule node, as Lark's `propagate_positions` computes it (`empty` until a
+    child with a position is seen; the container fields include the tokens of inlined rules)."""
+
+    __slots__ = ("empty", "line", "column", "start_pos", "end_line", "end_column", "end_pos",
+                 "container_line", "container_column", "container_start_pos", "container_end_line",
+                 "container_end_column", "container_end_pos")
+
+    empty: bool
+    line: int
+    column: int
+    start_pos: int
+    end_line: int
+    end_column: int
+    end_pos: int
+    container_line: int
+    container_column: int
+    container_start_pos: int
+    container_end_line: int
+    container_end_column: int
+    container_end_pos: int
+
+    def __init__(self) -> None:
+        self.empty = True
+
+
+class Fallback(Exception):
+    """The driver does not accept the text (a syntax error, or a shape it does not handle):
+    the caller parses it with Lark, whose answer is the answer."""
+
+
+class _Node:
+    """A rule node on the value stack: the AST value its method returned, its Meta, its height
+    in Lark's tree (a node without rule-node children is 1)."""
+
+    __slots__ = ("value", "meta", "height")
+
+    def __init__(self, value: Any, meta: Meta, height: int) -> None:
+        self.value = value
+        self.meta = meta
+        self.height = height
+
+
+class _Inline:
+    """A `_rule` node: its filtered children, spliced into the parent by the parent's filter."""
+
+    __slots__ = ("children", "meta", "height")
+
+    def __init__(self, children: list[Any], meta: Meta, height: int) -> None:
+        self.children = children
+        self.meta = meta
+        self.height = height
+
+
+def tables_path() -> Path | None:
+    """grammar/pgl.tables: the source checkout's, else the installed package data."""
+    from pgraph.frontend.parser import _grammar_file
+
+    return _grammar_file(TABLES_FILE)
+
+
+@functools.cache
+def load_tables(digest: bytes) -> dict[str, Any] | None:
+    """The saved tables when they were built from the grammar of `digest`, else None."""
+    path = tables_path()
+    if path is None:
+        return None
+    data = path.read_bytes()
+    head, _, body = data.partition(b"\n")
+    if head != TABLES_MAGIC + digest:
+        return None
+    try:
+        tables = json.loads(body)
+    except ValueError:
+        return None
+    return tables if isinstance(tables, dict) else None
+
+
+class Driver:
+    """The lexer and LALR loop over one set of tables (see the module docstring)."""
+
+    def __init__(self, tables: dict[str, Any]) -> None:
+        self.terminals: list[tuple[str, str]] = tables["terminals"]  # (name, regexp), Lark's order
+        self.index = {name: i for i, (name, _) in enumerate(self.terminals)}
+        self.master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals))
+        self.single: dict[str, re.Pattern[str]] = {}
+        self.ignore = frozenset(tables["ignore"])
+        self.newline = frozenset(tables["newline"])
+        # per lexer: (its terminals as a set, [(order, name)] in order, {regex terminal: {keyword: type}})
+        self.lexers = [(frozenset(names), [(self.index[n], n) for n in names], unless)
+                       for names, unless in tables["lexers"]]
+        self.state_lexer: list[int] = tables["state_lexer"]
+        self.states: list[dict[str, int]] = tables["states"]  # action >= 0: shift; < 0: reduce ~action
+        # rule: (origin, size, callback name, expand1, to_include or None, inline)
+        self.rules: list[tuple[str, int, str, bool, list[tuple[int, bool]] | None, bool]] = [
+            (o, n, cb, bool(e1), None if inc is None else [(i, bool(x)) for i, x in inc], bool(inl))
+            for o, n, cb, e1, inc, inl in tables["rules"]]
+        self.start: int = tables["start"]
+        self.end: int = tables["end"]
+
+    def _token(self, text: str, pos: int, lexer: int) -> tuple[str, str, str]:
+        """(type, characters, scanned type) of the token at `pos` in the lexer of one parser
+        state (the scanned type is the terminal before a keyword's re-typing)."""
+        m = self.master.match(text, pos)
+        if m is None:
+            raise Fallback
+        name = m.lastgroup
+        assert name is not None
+        allowed, ordered, unless = self.lexers[lexer]
+        if name in allowed:
+            value = m.group()
+        else:
+            at = self.index[name]
+            for order, cand in ordered:
+                if order <= at:
+                    continue
+                pat = self.single.get(cand)
+                if pat is None:
+                    pat = self.single[cand] = re.compile(self.terminals[order][1])
+                m = pat.match(text, pos)
+                if m is not None:
+                    name, value = cand, m.group()
+                    break
+            else:
+                raise Fallback
+        words = unless.get(name)
+        return (name if words is None else words.get(value, name)), value, name
+
+    def parse(self, text: str, builder: Any, max_height: int) -> Any:
+        """The AST `builder`'s rule methods make of `text` (the method of a rule or alias name
+        takes (meta, children) when marked `with_meta`, else (children)).
+
+        Raises Fallback for a text Lark may reject, or whose tree is higher than `max_height`.
+        """
+        states, rules, state_lexer, reduce = self.states, self.rules, self.state_lexer, self._reduce
+        ignore, newline = self.ignore, self.newline
+        methods: dict[str, tuple[Any, bool]] = {}
+        state_stack = [self.start]
+        values: list[Any] = []
+        pos, line, line_start, size = 0, 1, 0, len(text)
+        while True:
+            if pos < size:
+                ttype, value, scanned = self._token(text, pos, state_lexer[state_stack[-1]])
+                start_line, column = line, pos - line_start + 1
+                if scanned in newline:
+                    n = value.count("\n")
+                    if n:
+                        line += n
+                        line_start = pos + value.rindex("\n") + 1
+                start, pos = pos, pos + len(value)
+                if scanned in ignore:
+                    continue
+                tok = Token(value)
+                tok.type, tok.start_pos, tok.line, tok.column = ttype, start, start_line, column
+                tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
+            else:
+                ttype, tok = "$END", None
+            while True:
+                action = states[state_stack[-1]].get(ttype)
+                if action is None:
+                    raise Fallback
+                if action >= 0:
+                    if tok is None:
+                        raise Fallback
+                    state_stack.append(action)
+                    values.append(tok)
+                    break
+                origin, n, name, expand1, include, inline = rules[~action]
+                if n:
+                    children = values[-n:]
+                    del values[-n:]
+                    del state_stack[-n:]
+                else:
+                    children = []
+                result = reduce(children, name, expand1, include, inline, builder, methods)
+                if result.__class__ is not Token and result.height > max_height:
+                    raise Fallback
+                goto = states[state_stack[-1]].get(origin)
+                if goto is None or goto < 0:
+                    raise Fallback
+                state_stack.append(goto)
+                values.append(result)
+                if tok is None and goto == self.end:
+                    if result.__class__ is not _Node:
+                        raise Fallback
+                    return result.value
+
+    @staticmethod
+    def _reduce(children: list[Any], name: str, expand1: bool, include: list[tuple[int, bool]] | None,
+                inline: bool, builder: Any, methods: dict[str, tuple[Any, bool]]) -> Any:
+        """One reduction: Lark's child filter, single-child expansion, tree node (here the
+        builder's method) and position propagation, in Lark's order."""
+        if include is None:
+            kept = children
+        else:
+            kept = []
+            for i, splice in include:
+                c = children[i]
+                if splice:
+                    kept.extend(c.children)
+                else:
+                    kept.append(c)
+        if expand1 and len(kept) == 1:
+            result = kept[0]
+            if result.__class__ is Token:
+                return result
+            if len(children) > 1:  # with one child, propagating its own position changes nothing
+                _propagate(result.meta, children)
+            return result
+        meta = Meta()
+        _propagate(meta, children)
+        height = 0
+        args = []
+        for c in kept:
+            if c.__class__ is Token:
+                args.append(c)
+            else:
+                if c.height > height:
+                    height = c.height
+                args.append(c.value)
+        if inline:
+            return _Inline(kept, meta, height)
+        entry = methods.get(name)
+        if entry is None:
+            method = getattr(builder, name, None)
+            if method is None:
+                raise Fallback
+            entry = methods[name] = (method, bool(getattr(method, "with_meta", False)))
+        method, with_meta = entry
+        return _Node(method(meta, args) if with_meta else method(args), meta, height + 1)
+
+
+def _propagate(meta: Meta, children: list[Any]) -> None:
+    """Lark's PropagatePositions on `meta` from the unfiltered `children`: a node starts where
+    its first child with a position starts (a token, or a non-empty node's container) and ends
+    where its last one ends; a node that has a position keeps it and only widens its container.
+    (Lark sets the start and the end together, so `empty` says whether both are set.)"""
+    first: Any = None
+    last: Any = None
+    for c in children:
+        if c.__class__ is Token:
+            first = c
+            break
+        if not c.meta.empty:
+            first = c.meta
+            break
+    if first is None:
+        return
+    for c in reversed(children):
+        if c.__class__ is Token:
+            last = c
+            break
+        if not c.meta.empty:
+            last = c.meta
+            break
+    if first.__class__ is Token:
+        line, column, start = first.line, first.column, first.start_pos
+    else:
+        line, column, start = first.container_line, first.container_column, first.container_start_pos
+    if last.__class__ is Token:
+        end_line, end_column, end = last.end_line, last.end_column, last.end_pos
+    else:
+        end_line, end_column, end = last.container_end_line, last.container_end_column, last.container_end_pos
+    if meta.empty:
+        meta.line, meta.column, meta.start_pos = line, column, start
+        meta.end_line, meta.end_column, meta.end_pos = end_line, end_column, end
+        meta.empty = False
+    meta.container_line, meta.container_column, meta.container_start_pos = line, column, start
+    meta.container_end_line, meta.container_end_column, meta.container_end_pos = end_line, end_column, end
+
+
+@functools.cache
+def driver(digest: bytes) -> Driver | None:
+    """The driver over the saved tables of the grammar of `digest` (None: stale or missing)."""
+    tables = load_tables(digest)
+    return None if tables is None else Driver(tables)
+
+
+def build_tables(lark_parser: Any) -> dict[str, Any]:
+    """The tables of a Lark LALR parser (`lark.Lark(..., parser="lalr")` with the contextual
+    lexer), read from Lark's own objects: its parse table, rules and child filters, and the
+    terminals, keyword re-typing and order of each state's lexer.
+
+    Raises ValueError when Lark's objects have a shape this driver does not reproduce.
+    """
+    from lark.lexer import ContextualLexer, UnlessCallback
+    from lark.parse_tree_builder import maybe_create_child_filter
+    from lark.parsers.lalr_analysis import Shift
+
+    frontend = lark_parser.parser
+    lexer: Any = frontend.lexer
+    if not isinstance(lexer, ContextualLexer):
+        raise ValueError("the driver reproduces Lark's contextual lexer only")
+    table = frontend.parser.parser.parse_table
+    if len(table.start_states) != 1:
+        raise ValueError("one start symbol expected")
+    (start_name, start), = table.start_states.items()
+    end = table.end_states[start_name]
+    rules = list(lark_parser.rules)
+    rule_index = {id(r): i for i, r in enumerate(rules)}
+    root: Any = lexer.root_lexer
+    order = [str(t.name) for t in root.terminals]  # Lark's sort (priority, max width, pattern length, name)
+    position = {n: i for i, n in enumerate(order)}
+    terminals = [(str(t.name), str(t.pattern.to_regexp())) for t in root.terminals]
+    for _, regexp in terminals:
+        if re.compile(regexp).groupindex:
+            raise ValueError("a terminal with named groups would confuse the alternation")
+    lexers: list[tuple[list[str], dict[str, dict[str, str]]]] = []
+    lexer_of: dict[int, int] = {}
+    state_lexer: dict[int, int] = {}
+    basic: Any
+    for state, basic in lexer.lexers.items():
+        if id(basic) not in lexer_of:
+            scanner = basic.scanner  # builds it: the terminals after keyword embedding, in order
+            names = [str(t.name) for t in scanner.terminals]
+            if [position[n] for n in names] != sorted(position[n] for n in names):
+                raise ValueError("a state's terminals are not in the global order")
+            unless: dict[str, dict[str, str]] = {}
+            for ttype, cb in basic.callback.items():
+                if not isinstance(cb, UnlessCallback) or any(t.pattern.flags for t in cb.scanner.terminals):
+                    raise ValueError(f"unexpected lexer callback on {ttype}")
+                unless[str(ttype)] = {str(t.pattern.value): str(t.name) for t in cb.scanner.terminals}
+            lexer_of[id(basic)] = len(lexers)
+            lexers.append((names, unless))
+        state_lexer[int(state)] = lexer_of[id(basic)]
+    states: dict[int, dict[str, int]] = {}
+    for state, actions in table.states.items():
+        row: dict[str, int] = {}
+        for symbol, (action, arg) in actions.items():
+            row[str(symbol)] = int(arg) if action is Shift else ~rule_index[id(arg)]
+        states[int(state)] = row
+    if lark_parser.options.maybe_placeholders or lark_parser.options.propagate_positions is not True:
+        raise ValueError("the driver reproduces propagate_positions=True, maybe_placeholders=False")
+    rule_rows = []
+    for r in rules:
+        opts = r.options
+        if opts.keep_all_tokens:
+            raise ValueError(f"rule {r.origin.name}: kept tokens (`!rule`) are not reproduced")
+        filt = maybe_create_child_filter(r.expansion, False, False, [])
+        include = None if filt is None else [(i, int(x)) for i, x in filt.args[0]]
+        name = r.alias or opts.template_source or r.origin.name
+        rule_rows.append((str(r.origin.name), len(r.expansion), str(name),
+                          int(bool(opts.expand1) and not r.alias), include, int(r.origin.name.startswith("_"))))
+    newline = sorted(str(n) for n in root.newline_types)
+    # Lark numbers its states in an order that follows string hashing: renumber them breadth
+    # first from the start state, symbols in sorted order, so that the file is the same bytes
+    # in every process (and the lexers in the order their first state gets)
+    number: dict[int, int] = {}
+    queue = [int(start)]
+    while queue:
+        state = queue.pop(0)
+        if state in number:
+            continue
+        number[state] = len(number)
+        queue.extend(a for _, a in sorted(states[state].items()) if a >= 0 and a not in number)
+    if len(number) != len(states):
+        raise ValueError("a parser state is not reachable from the start state")
+    by_number = sorted(states, key=number.__getitem__)
+    lexer_number: dict[int, int] = {}
+    for state in by_number:
+        lexer_number.setdefault(state_lexer[state], len(lexer_number))
+    canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
+    canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
+                        for names, unless in canonical_lexers]
+    return {"terminals": terminals, "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
+            "lexers": canonical_lexers,
+            "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
+            "states": [{sym: (number[a] if a >= 0 else a) for sym, a in sorted(states[s].items())}
+                       for s in by_number],
+            "rules": rule_rows, "start": number[int(start)], "end": number[int(end)]}
+
+
+def dump_tables(tables: dict[str, Any], digest: bytes) -> bytes:
+    """The bytes of grammar/pgl.tables: the magic and digest line, then the tables as JSON."""
+    return TABLES_MAGIC + digest + b"\n" + json.dumps(tables, separators=(",", ":")).encode("ascii") + b"\n"
