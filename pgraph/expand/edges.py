@@ -17,6 +17,7 @@ from pgraph.expand.compiled import SelFn, selection_function
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
 from pgraph.ir.instances import DepIssue, Instance, covers, tensormap_overlap
+from pgraph.ir.instances import _provenance_set as provenance_set
 from pgraph.ir.queries import Box, BufferKey, axis_values
 from pgraph.kinds import DepKind, Direction, Provenance, ScopeMode, Storage, TaskKind
 
@@ -135,15 +136,21 @@ def _tiles_fast(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     if not count:
         return False
     ex.work += count
-    by_key = ex.g.by_key
+    g = ex.g
+    by_key, succ, pred = g.by_key, g.succ, g.pred
     seen: set[int] | None = set() if per_task else None
-    add = ex.g.add_edge
+    me, span = inst.id, dep.span
+    mine = pred[me]
+    producers: dict[str, Any] = {}  # producer dispatch -> its iterations (per call: few dispatches)
     for coord in itertools.product(*ranges):
         dname, index = tmap[coord]
-        pk = (dname, d.name, inst.iters)
-        piters = fast.get(pk, _MISSING)
+        piters = producers.get(dname, _MISSING)
         if piters is _MISSING:
-            piters = fast[pk] = producer_iters(ex, ex.p.dispatch(dname), iters_by_loop)
+            pk = (dname, d.name, inst.iters)
+            piters = fast.get(pk, _MISSING)
+            if piters is _MISSING:
+                piters = fast[pk] = producer_iters(ex, ex.p.dispatch(dname), iters_by_loop)
+            producers[dname] = piters
         if piters is None:
             continue
         node = by_key.get((dname, piters, index))
@@ -153,8 +160,16 @@ def _tiles_fast(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
             if node in seen:
                 continue
             seen.add(node)
-        add(node, inst.id, Provenance.EXPLICIT, dep.span)
+        if node in mine:
+            g.add_edge(node, me, Provenance.EXPLICIT, span)
+        else:  # a new explicit edge: `InstanceGraph.add_edge` inlined
+            data = {"prov": _EXPLICIT_ONLY, "entries": 1, "span": span}
+            succ[node][me] = data
+            mine[node] = data
     return True
+
+
+_EXPLICIT_ONLY = provenance_set(frozenset(), Provenance.EXPLICIT)
 
 
 _MISSING = object()

@@ -312,14 +312,17 @@ class Expander:
         """Per-block accesses (kept for the rules/executor) and task-level argument boxes.
 
         Within one block a region is evaluated once (a parameter's default accesses share the
-        argument's region); `env` gets the block and item variables in place.
+        argument's region); `env` gets the block and item variables in place. (The hot loop of
+        a --full expansion: `eval_box` is inlined for regions without items.)
         """
         accesses, args = shape
         blocks: list[BlockAccesses] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
         block_axes = d.block_axes
+        work = 0
+        region_box = self.region_box
         for bidx in axis_values(block_axes) if block_axes else [()]:
-            self.work += 1
+            work += 1
             for a, v in zip(block_axes, bidx):
                 env[a.var] = v
             memo: dict[int, Box | None] = {}
@@ -328,14 +331,24 @@ class Expander:
             for kind, region, fn, tshape, tname, key, indirect, items in accesses:
                 out = acc_out[kind]
                 if not items:
-                    self.work += 1
+                    work += 1
                     rid = id(region)
-                    box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(region, fn, tshape, env, where))
+                    if rid in memo:
+                        box = memo[rid]
+                    else:
+                        if fn is not None:
+                            try:
+                                box = fn(env)
+                            except Exception:  # noqa: BLE001 - the Evaluator gives the exact answer or issue
+                                box = region_box(region, tshape, env, where())
+                        else:
+                            box = region_box(region, tshape, env, where())
+                        memo[rid] = box
                     if box is not None:
                         out.append(BlockAccess(tname, key, box, indirect))
                     continue
                 for values in itertools.product(*(r for _, r in items)):
-                    self.work += 1
+                    work += 1
                     for (var, _), v in zip(items, values):
                         env[var] = v
                     box = self.eval_box(region, fn, tshape, env, where)
@@ -344,15 +357,19 @@ class Expander:
                 for var, _ in items:
                     env.pop(var, None)
             for i, arg, fn, tshape, _tname, _key in args:
-                self.work += 1
+                work += 1
                 rid = id(arg.region)
-                box = memo[rid] if rid in memo else memo.setdefault(rid, self.eval_box(arg.region, fn, tshape, env, where))
+                if rid in memo:
+                    box = memo[rid]
+                else:
+                    box = memo[rid] = self.eval_box(arg.region, fn, tshape, env, where)
                 if box is None:
                     continue
                 prev = bounds.get(i)
                 bounds[i] = list(box) if prev is None else [
                     (min(p[0], b[0]), max(p[1], b[1])) for p, b in zip(prev, box)]
             blocks.append(acc_out)
+        self.work += work
         self.g.blocks[len(self.g.instances) - 1] = blocks
         out_args = []
         for i, arg, _fn, _tshape, tname, key in args:

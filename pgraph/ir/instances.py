@@ -49,9 +49,11 @@ class Instance:
     loops: tuple[int, ...]
 
 
-@attrs.frozen
-class ArgBox:
-    """A task-level kernel argument: buffer, bounding box over the blocks in the region tensor's coordinates."""
+class ArgBox(NamedTuple):
+    """A task-level kernel argument: buffer, bounding box over the blocks in the region tensor's coordinates.
+
+    A NamedTuple: a --full prefill makes 1.1 million of them (an attrs class costs 3x to build).
+    """
 
     param: ir.Param
     tensor: str

@@ -101,23 +101,32 @@ class CountsPass(Pass):
                 else:
                     target["tasks"] += weight
                     target["blocks"] += weight * inst.blocks
-        for _, v, data in g.edges():
+        # per consumer: its declared edges, their duplicate entries and its inferred edges, each
+        # provenance set (one shared object per distinct set) classified once
+        kinds: dict[int, tuple[bool, bool]] = {}
+        for v, preds in g.pred.items():
             got = chosen.get(v)
-            if got is None:
+            if got is None or not preds:
                 continue
+            explicit = extra = inferred = 0
+            for data in preds.values():
+                prov = data["prov"]
+                kind = kinds.get(id(prov))
+                if kind is None:
+                    kind = kinds[id(prov)] = (bool(prov & DECLARED), Provenance.INFERRED in prov)
+                if kind[0]:
+                    explicit += 1
+                    if data["entries"] > 1:
+                        extra += data["entries"] - 1
+                if kind[1]:
+                    inferred += 1
             w, row, lrow, lw = got
-            prov = data["prov"]
-            declared = bool(prov & DECLARED)
-            inferred = Provenance.INFERRED in prov
-            extra = max(data["entries"] - 1, 0)
             for target, weight in ((whole, w), (row, w), (layer, lw), (lrow, lw)):
                 if target is None or not weight:
                     continue
-                if declared:
-                    target["explicit_edges"] += weight
-                    target["duplicate_dep_entries"] += weight * extra
-                if inferred:
-                    target["inferred_edges"] += weight
+                target["explicit_edges"] += weight * explicit
+                target["duplicate_dep_entries"] += weight * extra
+                target["inferred_edges"] += weight * inferred
         lid = plan.layer_loop
         layers = plan.program.loops[lid].axis.size if lid is not None else 0
         phases = []

@@ -18,7 +18,7 @@ import attrs
 
 from pgraph.diagnostics import Edit, Fix, Note, Severity
 from pgraph.ir.instances import Instance
-from pgraph.kinds import WAIT, Flag, TaskKind
+from pgraph.kinds import WAIT, Flag, Provenance, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
@@ -125,14 +125,23 @@ class EarlyDispatchPass(Pass):
         unflagged = [inst.kind is TaskKind.DUMMY or (inst.kind is not TaskKind.ALLOC and not early[inst.dispatch])
                      for inst in instances]
         status: dict[int, tuple[EarlyState, list[int]]] = {}
+        alloc = [inst.kind is TaskKind.ALLOC for inst in instances]
+        waits: dict[frozenset[Provenance], bool] = {}  # per distinct provenance set (shared objects)
         for inst in instances:
             if inst.kind is TaskKind.ALLOC:
                 continue
             if inst.kind is TaskKind.DUMMY:
                 status[inst.id] = (EarlyState.DUMMY, [])
                 continue
-            prods = sorted(u for u, data in g.pred[inst.id].items()
-                           if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
+            prods = []
+            for u, data in g.pred[inst.id].items():
+                prov = data["prov"]
+                wait = waits.get(prov)
+                if wait is None:
+                    wait = waits[prov] = not prov.isdisjoint(WAIT)
+                if wait and not alloc[u]:
+                    prods.append(u)
+            prods.sort()
             if not prods:
                 status[inst.id] = (EarlyState.READY, [])
                 continue
@@ -172,13 +181,24 @@ class EarlyDispatchPass(Pass):
         p = plan.program
         consumers: dict[str, set[str]] = defaultdict(set)
         useful: set[str] = set()
-        for u, v, data in g.edges():
-            iu, iv = g.instances[u], g.instances[v]
-            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or data["prov"].isdisjoint(WAIT):
+        waits: dict[frozenset[Provenance], bool] = {}  # per distinct provenance set (shared objects)
+        instances = g.instances
+        for u, adj in g.succ.items():
+            iu = instances[u]
+            if iu.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
                 continue
-            consumers[iu.dispatch].add(iv.dispatch)
-            if v in status and status[v][0] is EarlyState.CANDIDATE:
-                useful.add(iu.dispatch)
+            targets = consumers[iu.dispatch]
+            for v, data in adj.items():
+                prov = data["prov"]
+                wait = waits.get(prov)
+                if wait is None:
+                    wait = waits[prov] = not prov.isdisjoint(WAIT)
+                if not wait:
+                    continue
+                targets.add(instances[v].dispatch)
+                got = status.get(v)
+                if got is not None and got[0] is EarlyState.CANDIDATE:
+                    useful.add(iu.dispatch)
         for d in p.dispatches:
             if not d.early or d.kind is TaskKind.DUMMY or d.name in useful:
                 continue

@@ -58,8 +58,29 @@ class DuplicateDepsPass(Pass):
         plan.put(DuplicateDeps(total))
 
 
+@attrs.frozen
+class ExplicitEdges(Fact):
+    """The explicit and carried edges (u, v), in `InstanceGraph.edges` order (shared by the
+    redundant-edge and funnel passes: a --full prefill has 1.5 million edges to classify)."""
+
+    edges: list[tuple[int, int]]
+
+
 def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
-    return [(u, v) for u, v, data in plan.graph.edges() if data["prov"] & DECLARED]
+    if plan.has(ExplicitEdges):
+        return plan.get(ExplicitEdges).edges
+    declared: dict[frozenset[object], bool] = {}  # per distinct provenance set (a handful, shared)
+    out = []
+    for u, adj in plan.graph.succ.items():
+        for v, data in adj.items():
+            prov = data["prov"]
+            hit = declared.get(prov)
+            if hit is None:
+                hit = declared[prov] = bool(prov & DECLARED)
+            if hit:
+                out.append((u, v))
+    plan.put(ExplicitEdges(out))
+    return out
 
 
 def _reported(plan: Plan, node: int) -> bool:
@@ -78,8 +99,12 @@ class RedundantEdgePass(Pass):
         g = plan.graph
         groups: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
         implied: dict[int, set[int]] = {}
+        reported: dict[int, bool] = {}
         for u, v in _explicit_edges(plan):
-            if not _reported(plan, v):
+            ok = reported.get(v)
+            if ok is None:
+                ok = reported[v] = _reported(plan, v)
+            if not ok:
                 continue
             if v not in implied:
                 implied[v] = reach.implied_predecessors(v)

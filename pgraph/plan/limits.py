@@ -76,12 +76,16 @@ class ViewLimitsPass(Pass):
 
     def run(self, plan: Plan) -> None:
         done: set[tuple[str, str]] = set()
+        fits: dict[tuple[tuple[int, int], ...], bool] = {}  # per distinct box (boxes repeat across layers)
         for node, args in plan.graph.args.items():
-            inst = plan.graph.instances[node]
             for a in args:
-                empty = any(hi <= lo for lo, hi in a.box)
-                if not empty and all(0 <= lo < U32 and 0 <= hi - lo < U32 for lo, hi in a.box):
+                ok = fits.get(a.box)
+                if ok is None:
+                    ok = fits[a.box] = all(0 <= lo < hi and hi - lo < U32 and lo < U32 for lo, hi in a.box)
+                if ok:
                     continue
+                inst = plan.graph.instances[node]
+                empty = any(hi <= lo for lo, hi in a.box)
                 key = (inst.dispatch, a.param.name)
                 if key in done:
                     continue

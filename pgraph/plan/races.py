@@ -14,7 +14,7 @@ import array
 import bisect
 import itertools
 from collections import defaultdict
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import attrs
 
@@ -227,15 +227,26 @@ def _sweep(items: list[_Item], pairs: set[tuple[int, int]], p: Program, cross_na
         active[it.kind].append(it)
 
 
-def conflicting_pairs(touches: list[NodeTouch], p: Program) -> set[tuple[int, int]]:
+#: Touches of one tensor name from which its pairs are found with NumPy (`_numpy_pairs`): the
+#: import (~0.1 s) pays off only on big buffers (a --full prefill's caches have 15,360).
+NUMPY_TOUCHES = 2048
+
+
+def conflicting_pairs(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> set[tuple[int, int]]:
     """Instance pairs (a < b) of one buffer with overlapping touches of conflicting kinds.
 
     The same pairs as testing every writer against every other instance, found by sweeping
     the touches' intervals: per tensor name in the dimension whose intervals overlap least,
     filtered by the next best (a box overlaps only where every dimension does), and flat
     element offsets between views of one buffer with different names (`instances.overlap`
-    compares those flat).
+    compares those flat). A name with at least NUMPY_TOUCHES touches (or any, with
+    `numpy=True`; none with `numpy=False`) is paired by `_numpy_pairs` instead of the sweep.
     """
+    return {(int(k >> 32), int(k & 0xFFFFFFFF)) for k in conflicting_keys(touches, p, numpy)}
+
+
+def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> list[int]:
+    """`conflicting_pairs` as sorted keys a << 32 | b (instance ids are below 2**31)."""
     by_name: dict[str, list[NodeTouch]] = defaultdict(list)
     for t in touches:
         for lo, hi in t[2]:
@@ -244,8 +255,12 @@ def conflicting_pairs(touches: list[NodeTouch], p: Program) -> set[tuple[int, in
         else:
             by_name[t[3]].append(t)
     pairs: set[tuple[int, int]] = set()
+    vectored = []
     for name, named in by_name.items():
         rank = len(named[0][2])
+        if numpy or (numpy is None and len(named) >= NUMPY_TOUCHES):
+            vectored.append(_numpy_pairs(named, rank))
+            continue
         if rank == 0:  # every touch covers the one element
             items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, kind, box, _ in named]
         else:
@@ -264,7 +279,84 @@ def conflicting_pairs(touches: list[NodeTouch], p: Program) -> set[tuple[int, in
                 lo, hi = flat(box, shape)
                 flat_items.append(_Item(lo, hi, lo, hi, n, kind, box, name))
         _sweep(flat_items, pairs, p, cross_names=True)
-    return pairs
+    keys = sorted(a << 32 | b for a, b in pairs)
+    if not vectored:
+        return keys
+    import numpy as np
+
+    merged = np.unique(np.concatenate([np.array(keys, dtype=np.int64), *vectored]))
+    return merged.tolist()  # type: ignore[no-any-return]
+
+
+#: candidate pairs `_numpy_pairs` tests at a time (bounds its temporary arrays to ~100 MB)
+_CHUNK = 2_000_000
+
+
+def _numpy_pairs(named: list[NodeTouch], rank: int) -> Any:
+    """The conflicting pairs among the touches of one tensor name (non-empty boxes), as sorted
+    unique int64 keys a << 32 | b: `_sweep` with arrays.
+
+    Conflicting kinds are a write with anything and an atomic add with a read, so the pairs
+    come from two products, writes x all and atomic adds x reads. Each product takes the pairs
+    that overlap in the dimension `_sweep` would sweep, as ranges of a sorted array: those
+    whose B interval starts inside the A interval, and those whose A interval starts strictly
+    inside the B interval (disjoint, together every overlapping pair); then keeps the pairs of
+    two instances whose boxes overlap in every dimension.
+    """
+    import numpy as np
+
+    n = len(named)
+    node = np.fromiter((t[0] for t in named), dtype=np.int64, count=n)
+    code = {AccessKind.READ: 0, AccessKind.WRITE: 1, AccessKind.ATOMIC: 2}
+    kind = np.fromiter((code[t[1]] for t in named), dtype=np.int8, count=n)
+    if rank:
+        box = np.array([t[2] for t in named], dtype=np.int64).reshape(n, rank, 2)
+        cost = [_numpy_sweep_cost(box[:, d, 0], box[:, d, 1]) for d in range(rank)]
+        d1 = min(range(rank), key=lambda d: (cost[d], d))
+        lo, hi = box[:, d1, 0], box[:, d1, 1]
+    else:
+        box = np.zeros((n, 0, 2), dtype=np.int64)
+        lo, hi = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    everyone = np.arange(n)
+    found = [np.zeros(0, dtype=np.int64)]
+    for a_set, b_set in ((everyone[kind == 1], everyone), (everyone[kind == 2], everyone[kind == 0])):
+        if not len(a_set) or not len(b_set):
+            continue
+        sides: tuple[tuple[Any, Any, bool, Literal["left", "right"]], ...] = (
+            (a_set, b_set, True, "left"), (b_set, a_set, False, "right"))
+        for src, other, first_side, start_side in sides:
+            order = other[np.argsort(lo[other], kind="stable")]
+            sorted_lo = lo[order]
+            begin = np.searchsorted(sorted_lo, lo[src], side=start_side)
+            end = np.searchsorted(sorted_lo, hi[src], side="left")
+            count = np.maximum(end - begin, 0)
+            total = np.cumsum(count)
+            done = 0
+            while done < len(src):  # chunks of about _CHUNK candidates
+                base = int(total[done - 1]) if done else 0
+                stop = int(np.searchsorted(total, base + _CHUNK, side="right"))
+                stop = max(stop, done + 1)
+                c = count[done:stop]
+                i = np.repeat(src[done:stop], c)
+                offs = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c) + np.repeat(begin[done:stop], c)
+                j = order[offs]
+                if not first_side:
+                    i, j = j, i  # keep i on the A side
+                keep = node[i] != node[j]
+                for d in range(rank):
+                    keep &= (box[i, d, 0] < box[j, d, 1]) & (box[j, d, 0] < box[i, d, 1])
+                ni, nj = node[i[keep]], node[j[keep]]
+                found.append(np.minimum(ni, nj) << 32 | np.maximum(ni, nj))
+                done = stop
+    return np.unique(np.concatenate(found))
+
+
+def _numpy_sweep_cost(lo: Any, hi: Any) -> int:
+    """`_sweep_cost` of the intervals (lo[k], hi[k]), with arrays."""
+    import numpy as np
+
+    los = np.sort(lo)
+    return int((np.searchsorted(los, hi, side="left") - np.searchsorted(los, lo, side="left")).sum())
 
 
 def conflicts(plan: Plan) -> Conflicts:
@@ -279,13 +371,13 @@ def conflicts(plan: Plan) -> Conflicts:
     first, second, buffer = array.array("q"), array.array("q"), array.array("q")
     buffers: list[BufferKey] = []
     for key, touches in sorted(touches_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
-        pairs = sorted(conflicting_pairs(touches, p))
-        if not pairs:
+        keys = conflicting_keys(touches, p)
+        if not keys:
             continue
         buffers.append(key)
-        first.extend(a for a, _ in pairs)
-        second.extend(b for _, b in pairs)
-        buffer.extend(itertools.repeat(len(buffers) - 1, len(pairs)))
+        first.extend(k >> 32 for k in keys)
+        second.extend(k & 0xFFFFFFFF for k in keys)
+        buffer.extend(itertools.repeat(len(buffers) - 1, len(keys)))
     fact = Conflicts(first, second, buffer, buffers)
     plan.put(fact)
     return fact

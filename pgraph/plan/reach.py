@@ -123,19 +123,22 @@ class Reach(Fact):
             return {u for u in preds if union >> u & 1}
         # every instance reached backwards from the predecessors' own predecessors is an
         # ancestor of some predecessor; ids below the first predecessor cannot be one of them
+        # ... nor levels below the lowest predecessor's (a path only climbs levels)
         low = preds[0]
+        level = self.level
+        floor = min(level[u] for u in preds)
         stamp = self._fresh()
         seen, pred = self._stamp, self.pred
         stack = []
         for w in preds:
             for x in pred[w]:
-                if x >= low and seen[x] != stamp:
+                if x >= low and seen[x] != stamp and level[x] >= floor:
                     seen[x] = stamp
                     stack.append(x)
         while stack:
             u = stack.pop()
             for x in pred[u]:
-                if x >= low and seen[x] != stamp:
+                if x >= low and seen[x] != stamp and level[x] >= floor:
                     seen[x] = stamp
                     stack.append(x)
         return {u for u in preds if seen[u] == stamp}

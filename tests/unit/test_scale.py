@@ -35,6 +35,7 @@ from pgraph.frontend import parser as pgl_parser
 from pgraph.ir.instances import overlap
 from pgraph.kinds import AccessKind
 from pgraph.pipeline import Options, compile_program, plan_program, run_until
+from pgraph.plan import races as races_module
 from pgraph.plan.base import Plan
 from pgraph.plan.races import conflicting_pairs, conflicts, find_races, touches_by_buffer
 from pgraph.plan.reach import Reach, ancestors
@@ -106,12 +107,26 @@ def _touches(draw: st.DrawFn) -> list[tuple[int, AccessKind, Any, str]]:
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(touches=_touches())
 def test_sweep_finds_exactly_the_overlapping_conflicting_pairs(touches) -> None:
-    assert conflicting_pairs(touches, _P()) == _brute_pairs(touches)  # type: ignore[arg-type]
+    assert conflicting_pairs(touches, _P(), numpy=False) == _brute_pairs(touches)  # type: ignore[arg-type]
 
 
-def test_sweep_rank0_tensor() -> None:
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(touches=_touches())
+def test_numpy_pairs_find_exactly_the_overlapping_conflicting_pairs(touches) -> None:
+    """The NumPy products (big buffers) against every pair tested, in small chunks too."""
+    assert conflicting_pairs(touches, _P(), numpy=True) == _brute_pairs(touches)  # type: ignore[arg-type]
+    chunk = races_module._CHUNK
+    races_module._CHUNK = 3
+    try:
+        assert conflicting_pairs(touches, _P(), numpy=True) == _brute_pairs(touches)  # type: ignore[arg-type]
+    finally:
+        races_module._CHUNK = chunk
+
+
+@pytest.mark.parametrize("numpy", [False, True])
+def test_sweep_rank0_tensor(numpy: bool) -> None:
     touches = [(0, AccessKind.WRITE, (), "s"), (1, AccessKind.READ, (), "s"), (2, AccessKind.READ, (), "s")]
-    assert conflicting_pairs(touches, _P()) == {(0, 1), (0, 2)}  # type: ignore[arg-type]
+    assert conflicting_pairs(touches, _P(), numpy=numpy) == {(0, 1), (0, 2)}  # type: ignore[arg-type]
 
 
 def _old_races(plan: Plan) -> list[tuple[int, int, str, str]]:
