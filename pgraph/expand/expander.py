@@ -43,8 +43,9 @@ from pgraph.ir.queries import Box, BufferKey, Evaluator, RegionError, Window, ax
 from pgraph.kinds import NodeKind, Storage, TaskKind, unhandled
 from pgraph.source import Span
 
-#: (accesses, args) of one dispatch in one loop iteration, resolved and compiled (Expander.task_shape)
-_TaskShape = tuple[list[Any], list[Any]]
+#: (accesses, args, simple) of one dispatch in one loop iteration, resolved and compiled
+#: (Expander.task_shape); `simple` is the one-block plan of `Expander._simple_args`, or None
+_TaskShape = tuple[list[Any], list[Any], Any]
 
 
 class _Where:
@@ -287,7 +288,28 @@ class Expander:
             tname, key = self.buffer(arg.region.tensor, iters_by_loop)
             shape = self.p.tensors[tname].shape
             args.append((i, arg, self.box_function(arg.region, shape, fast), shape, tname, key))
-        return accesses, args
+        simple = None
+        if not d.block_axes and all(a[2] is not None and not a[7] for a in accesses) and \
+                all(a[2] is not None for a in args):
+            # one block, no items, every region compiled: each distinct region once, by slot
+            slots: dict[int, int] = {}
+            fns: list[Any] = []
+            acc_plan = []
+            for kind, region, fn, _shape, tname, key, indirect, _items in accesses:
+                slot = slots.setdefault(id(region), len(fns))
+                if slot == len(fns):
+                    fns.append(fn)
+                acc_plan.append((kind, slot, tname, key, indirect))
+            arg_plan = []
+            for _i, arg, fn, _shape, tname, key in args:
+                ref = arg.region
+                assert ref is not None  # task_shape keeps the arguments with a region
+                slot = slots.setdefault(id(ref), len(fns))
+                if slot == len(fns):
+                    fns.append(fn)
+                arg_plan.append((slot, arg.param, tname, key, ref.indirect is not None))
+            simple = (fns, acc_plan, arg_plan, 1 + len(acc_plan) + len(arg_plan))
+        return accesses, args, simple
 
     def fast(self, d: ir.Dispatch) -> bool:
         """True when `d`'s index values are small enough for the compiled fast path (pgraph.expand.compiled)."""
@@ -315,7 +337,11 @@ class Expander:
         argument's region); `env` gets the block and item variables in place. (The hot loop of
         a --full expansion: `eval_box` is inlined for regions without items.)
         """
-        accesses, args = shape
+        accesses, args, simple = shape
+        if simple is not None:
+            got = self._simple_args(simple, env)
+            if got is not None:
+                return got
         blocks: list[BlockAccesses] = []
         bounds: dict[int, list[tuple[int, int]]] = {}
         block_axes = d.block_axes
@@ -376,6 +402,29 @@ class Expander:
             if i in bounds:
                 out_args.append(ArgBox(arg.param, tname, key, tuple(bounds[i]), arg.region.indirect is not None))
         return out_args
+
+    def _simple_args(self, simple: Any, env: dict[str, int]) -> list[ArgBox] | None:
+        """`task_args` of a one-block task whose regions are all compiled and have no items: the
+        same accesses, boxes and work count; None when a region function fails (the general path
+        then evaluates it exactly and records the issue)."""
+        fns, acc_plan, arg_plan, work = simple
+        try:
+            boxes = [fn(env) for fn in fns]
+        except Exception:  # noqa: BLE001 - task_args' general path decides
+            return None
+        acc_out = empty_accesses()
+        for kind, slot, tname, key, indirect in acc_plan:
+            box = boxes[slot]
+            if box is not None:
+                acc_out[kind].append(BlockAccess(tname, key, box, indirect))
+        self.work += work
+        self.g.blocks[len(self.g.instances) - 1] = [acc_out]
+        out = []
+        for slot, param, tname, key, indirect in arg_plan:
+            box = boxes[slot]
+            if box is not None:
+                out.append(ArgBox(param, tname, key, tuple(box), indirect))
+        return out
 
     def eval_box(self, region: ir.RegionRef, fn: BoxFn | None, shape: tuple[int, ...], env: dict[str, int],
                  where: Callable[[], str]) -> Box | None:

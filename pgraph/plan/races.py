@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import bisect
 import itertools
+import sys
 from collections import defaultdict
 from typing import Any, Literal, NamedTuple
 
@@ -228,8 +229,10 @@ def _sweep(items: list[_Item], pairs: set[tuple[int, int]], p: Program, cross_na
 
 
 #: Touches of one tensor name from which its pairs are found with NumPy (`_numpy_pairs`): the
-#: import (~0.1 s) pays off only on big buffers (a --full prefill's caches have 15,360).
+#: import (~0.1 s) pays off only on big buffers (a --full prefill's caches have 15,360); once
+#: NumPy is loaded, from NUMPY_LOADED_TOUCHES on.
 NUMPY_TOUCHES = 2048
+NUMPY_LOADED_TOUCHES = 64
 
 
 def conflicting_pairs(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> set[tuple[int, int]]:
@@ -242,11 +245,12 @@ def conflicting_pairs(touches: list[NodeTouch], p: Program, numpy: bool | None =
     compares those flat). A name with at least NUMPY_TOUCHES touches (or any, with
     `numpy=True`; none with `numpy=False`) is paired by `_numpy_pairs` instead of the sweep.
     """
-    return {(int(k >> 32), int(k & 0xFFFFFFFF)) for k in conflicting_keys(touches, p, numpy)}
+    return {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in conflicting_keys(touches, p, numpy)}
 
 
-def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> list[int]:
-    """`conflicting_pairs` as sorted keys a << 32 | b (instance ids are below 2**31)."""
+def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> Any:
+    """`conflicting_pairs` as sorted keys a << 32 | b (instance ids are below 2**31): a list, or
+    a NumPy int64 array when a name was paired with NumPy."""
     by_name: dict[str, list[NodeTouch]] = defaultdict(list)
     for t in touches:
         for lo, hi in t[2]:
@@ -256,9 +260,10 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
             by_name[t[3]].append(t)
     pairs: set[tuple[int, int]] = set()
     vectored = []
+    threshold = NUMPY_LOADED_TOUCHES if "numpy" in sys.modules else NUMPY_TOUCHES
     for name, named in by_name.items():
         rank = len(named[0][2])
-        if numpy or (numpy is None and len(named) >= NUMPY_TOUCHES):
+        if numpy or (numpy is None and len(named) >= threshold):
             vectored.append(_numpy_pairs(named, rank))
             continue
         if rank == 0:  # every touch covers the one element
@@ -284,8 +289,7 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
         return keys
     import numpy as np
 
-    merged = np.unique(np.concatenate([np.array(keys, dtype=np.int64), *vectored]))
-    return merged.tolist()  # type: ignore[no-any-return]
+    return np.unique(np.concatenate([np.array(keys, dtype=np.int64), *vectored]))
 
 
 #: candidate pairs `_numpy_pairs` tests at a time (bounds its temporary arrays to ~100 MB)
@@ -310,7 +314,8 @@ def _numpy_pairs(named: list[NodeTouch], rank: int) -> Any:
     code = {AccessKind.READ: 0, AccessKind.WRITE: 1, AccessKind.ATOMIC: 2}
     kind = np.fromiter((code[t[1]] for t in named), dtype=np.int8, count=n)
     if rank:
-        box = np.array([t[2] for t in named], dtype=np.int64).reshape(n, rank, 2)
+        chain = itertools.chain.from_iterable
+        box = np.fromiter(chain(chain(t[2] for t in named)), dtype=np.int64, count=n * rank * 2).reshape(n, rank, 2)
         cost = [_numpy_sweep_cost(box[:, d, 0], box[:, d, 1]) for d in range(rank)]
         d1 = min(range(rank), key=lambda d: (cost[d], d))
         lo, hi = box[:, d1, 0], box[:, d1, 1]
@@ -372,12 +377,19 @@ def conflicts(plan: Plan) -> Conflicts:
     buffers: list[BufferKey] = []
     for key, touches in sorted(touches_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
         keys = conflicting_keys(touches, p)
-        if not keys:
+        if not len(keys):
             continue
         buffers.append(key)
-        first.extend(k >> 32 for k in keys)
-        second.extend(k & 0xFFFFFFFF for k in keys)
-        buffer.extend(itertools.repeat(len(buffers) - 1, len(keys)))
+        if isinstance(keys, list):
+            first.extend(k >> 32 for k in keys)
+            second.extend(k & 0xFFFFFFFF for k in keys)
+            buffer.extend(itertools.repeat(len(buffers) - 1, len(keys)))
+        else:  # NumPy int64 keys: the columns are int64 too
+            import numpy as np
+
+            first.frombytes((keys >> 32).astype(np.int64).tobytes())
+            second.frombytes((keys & 0xFFFFFFFF).astype(np.int64).tobytes())
+            buffer.frombytes(np.full(len(keys), len(buffers) - 1, dtype=np.int64).tobytes())
     fact = Conflicts(first, second, buffer, buffers)
     plan.put(fact)
     return fact
@@ -392,11 +404,16 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
     found = conflicts(plan)
-    ordered = reach.ordered_pairs(list(zip(found.first, found.second)))
+    if "numpy" in sys.modules and len(found) >= 10_000:  # loaded for the big buffers: the arrays' way
+        import numpy as np
+
+        ordered = reach.ordered_mask(np.frombuffer(found.first, dtype=np.int64),
+                                     np.frombuffer(found.second, dtype=np.int64))
+        unordered = np.nonzero(~ordered)[0].tolist()
+    else:
+        unordered = [k for k, ok in enumerate(reach.ordered_pairs(zip(found.first, found.second))) if not ok]
     races = []
-    for k, ok in enumerate(ordered):
-        if ok:
-            continue
+    for k in unordered:
         c = found.conflict(plan, k)
         ia, ib = plan.graph.instances[c.first], plan.graph.instances[c.second]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)

@@ -14,8 +14,10 @@ search serves all the questions about one instance.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from pgraph.kinds import InternalError
 from pgraph.plan.base import Fact, Pass, Plan
@@ -84,6 +86,27 @@ class Reach(Fact):
         reached = {a: self.descendants_among(a, bs) for a, bs in pending.items()}
         for k, a, b in where:
             out[k] = b in reached[a]
+        return out
+
+    def ordered_mask(self, first: Any, second: Any) -> Any:
+        """`ordered_pairs` of the pairs (first[k], second[k]) given as NumPy int64 arrays, as a
+        bool array: the direct edges and the level test with arrays (a --full prefill has 1.6
+        million conflicting pairs, 97 % of them direct edges), the rest by `ordered_pairs`."""
+        import numpy as np
+
+        lens = np.fromiter((len(adj) for adj in self.succ), dtype=np.int64, count=self.n)
+        heads = np.repeat(np.arange(self.n, dtype=np.int64), lens)
+        tails = np.fromiter(itertools.chain.from_iterable(self.succ), dtype=np.int64, count=int(lens.sum()))
+        edges = heads << 32 | tails  # sorted: producers ascending, each successor list sorted
+        keys = first << 32 | second
+        out = np.zeros(len(keys), dtype=bool)
+        if len(edges):
+            at = np.minimum(np.searchsorted(edges, keys), len(edges) - 1)
+            out = edges[at] == keys
+        level = np.asarray(self.level, dtype=np.int64)
+        rest = np.nonzero(~out & (level[first] < level[second]))[0]
+        if len(rest):
+            out[rest] = self.ordered_pairs(zip(first[rest].tolist(), second[rest].tolist()))
         return out
 
     def descendants_among(self, a: int, targets: Iterable[int]) -> set[int]:

@@ -154,16 +154,22 @@ class _Model:
         out: dict[ScopeKey, dict[str, Any]] = defaultdict(lambda: {"tasks": 0, "compute": 0, "dummies": 0,
                                                                    "allocs": 0, "heap": 0, "tm": 0,
                                                                    "deps_by_case": defaultdict(int)})
+        plain = not g.windowed  # every instance one real task: no copies, no cases
         for inst in g.instances:
             by_loop = dict(zip(inst.loops, inst.iters))
             own = self.scope_loops[inst.scope]
             key = (inst.scope, tuple(by_loop.get(lid, 0) for lid in own))
-            extra = g.extra_weight(inst, own)
             row = out[key]
-            fixed = self.windowed_at_rep(own, key[1])
             deps = row["deps_by_case"]
-            for case in itertools.product((True, False), repeat=len(fixed)):
-                deps[case] += self.entries(inst, extra, dict(zip(fixed, case)))
+            if plain:
+                extra = 1
+                f = self.fan.get(inst.id)
+                deps[()] += f.same if f is not None else 0  # = entries(inst, 1, {})
+            else:
+                extra = g.extra_weight(inst, own)
+                fixed = self.windowed_at_rep(own, key[1])
+                for case in itertools.product((True, False), repeat=len(fixed)):
+                    deps[case] += self.entries(inst, extra, dict(zip(fixed, case)))
             if inst.kind is TaskKind.ALLOC:
                 row["allocs"] += inst.blocks * extra
                 row["tasks"] += inst.blocks * extra
