@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -391,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the last line of defence: a bug, reported as one
         print(f"pgraph: internal error: {type(err).__name__}: {err}", file=sys.stderr)
         if os.environ.get("PGRAPH_TRACEBACK"):
+            import traceback
+
             print("".join(traceback.format_exception(err)).rstrip(), file=sys.stderr)
         print("  note: this is a bug in pgraph, not in your spec; please report it with the spec and the command "
               "line (rerun with PGRAPH_TRACEBACK=1 to include the trace)", file=sys.stderr)

@@ -145,6 +145,7 @@ class Driver:
         self.index = {name: i for i, (name, _) in enumerate(self.terminals)}
         self.master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals))
         self.single: dict[str, re.Pattern[str]] = {}
+        self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
         self.ignore = frozenset(tables["ignore"])
         self.newline = frozenset(tables["newline"])
         # per lexer: (its terminals as a set, [(order, name)] in order, {regex terminal: {keyword: type}})
@@ -174,6 +175,12 @@ class Driver:
             at = self.index[name]
             for order, cand in ordered:
                 if order <= at:
+                    continue
+                word = self.literals.get(cand)
+                if word is not None:  # a literal: no regex to compile
+                    if text.startswith(word, pos):
+                        name, value = cand, word
+                        break
                     continue
                 pat = self.single.get(cand)
                 if pat is None:
@@ -363,6 +370,9 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
     order = [str(t.name) for t in root.terminals]  # Lark's sort (priority, max width, pattern length, name)
     position = {n: i for i, n in enumerate(order)}
     terminals = [(str(t.name), str(t.pattern.to_regexp())) for t in root.terminals]
+    # the terminals that match one literal string (Lark's PatternStr without flags)
+    literals = {str(t.name): str(t.pattern.value) for t in root.terminals
+                if t.pattern.type == "str" and not t.pattern.flags}
     for _, regexp in terminals:
         if re.compile(regexp).groupindex:
             raise ValueError("a terminal with named groups would confuse the alternation")
@@ -423,7 +433,8 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
     canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
     canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
                         for names, unless in canonical_lexers]
-    return {"terminals": terminals, "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
+    return {"terminals": terminals, "literals": dict(sorted(literals.items())),
+            "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
             "lexers": canonical_lexers,
             "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
             "states": [{sym: (number[a] if a >= 0 else a) for sym, a in sorted(states[s].items())}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.work import MAX_EXPANSION_WORK, MAX_PROGRAM_TASKS, expansion_work, program_tasks
 from pgraph.ir.program import Program
@@ -37,4 +35,8 @@ def check_expansion_size(program: Program, window: Window, bag: DiagnosticBag) -
 def _n(value: int) -> str:
     """A count as the message prints it: digits grouped, or 1.26e+309 past 10**15 (Decimal: a
     float cannot hold every int the constants can make)."""
-    return f"{value:,}" if value < 10**15 else f"{Decimal(value):.2e}"
+    if value < 10**15:
+        return f"{value:,}"
+    from decimal import Decimal  # only for a huge count (~2 ms of import at start-up otherwise)
+
+    return f"{Decimal(value):.2e}"
