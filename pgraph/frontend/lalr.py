@@ -160,39 +160,25 @@ class Driver:
         self.start: int = tables["start"]
         self.end: int = tables["end"]
 
-    def _token(self, text: str, pos: int, lexer: int) -> tuple[str, str, str]:
-        """(type, characters, scanned type) of the token at `pos` in the lexer of one parser
-        state (the scanned type is the terminal before a keyword's re-typing)."""
-        m = self.master.match(text, pos)
-        if m is None:
-            raise Fallback
-        name = m.lastgroup
-        assert name is not None
-        allowed, ordered, unless = self.lexers[lexer]
-        if name in allowed:
-            value = m.group()
-        else:
-            at = self.index[name]
-            for order, cand in ordered:
-                if order <= at:
-                    continue
-                word = self.literals.get(cand)
-                if word is not None:  # a literal: no regex to compile
-                    if text.startswith(word, pos):
-                        name, value = cand, word
-                        break
-                    continue
-                pat = self.single.get(cand)
-                if pat is None:
-                    pat = self.single[cand] = re.compile(self.terminals[order][1])
-                m = pat.match(text, pos)
-                if m is not None:
-                    name, value = cand, m.group()
-                    break
-            else:
-                raise Fallback
-        words = unless.get(name)
-        return (name if words is None else words.get(value, name)), value, name
+    def _fallback(self, text: str, pos: int, first: str, ordered: list[tuple[int, str]]) -> tuple[str, str]:
+        """(terminal, characters) at `pos` for a state whose lexer does not have `first`, the
+        first terminal of all that matches there: the state's terminals after it, in order."""
+        at = self.index[first]
+        for order, cand in ordered:
+            if order <= at:
+                continue
+            word = self.literals.get(cand)
+            if word is not None:  # a literal: no regex to compile
+                if text.startswith(word, pos):
+                    return cand, word
+                continue
+            pat = self.single.get(cand)
+            if pat is None:
+                pat = self.single[cand] = re.compile(self.terminals[order][1])
+            m = pat.match(text, pos)
+            if m is not None:
+                return cand, m.group()
+        raise Fallback
 
     def parse(self, text: str, builder: Any, max_height: int) -> Any:
         """The AST `builder`'s rule methods make of `text` (the method of a rule or alias name
@@ -200,7 +186,9 @@ class Driver:
 
         Raises Fallback for a text Lark may reject, or whose tree is higher than `max_height`.
         """
-        states, rules, state_lexer, reduce = self.states, self.rules, self.state_lexer, self._reduce
+        states, rules, reduce = self.states, self.rules, self._reduce
+        lexer_of = [self.lexers[i] for i in self.state_lexer]
+        match = self.master.match
         ignore, newline = self.ignore, self.newline
         methods: dict[str, tuple[Any, bool]] = {}
         state_stack = [self.start]
@@ -208,7 +196,17 @@ class Driver:
         pos, line, line_start, size = 0, 1, 0, len(text)
         while True:
             if pos < size:
-                ttype, value, scanned = self._token(text, pos, state_lexer[state_stack[-1]])
+                # the token: the first terminal of all that matches, when it is this state's;
+                # a keyword re-typed from the regex terminal it is embedded in (Lark's lexer)
+                m = match(text, pos)
+                if m is None:
+                    raise Fallback
+                scanned: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
+                allowed, ordered, unless = lexer_of[state_stack[-1]]
+                if scanned in allowed:
+                    value = m.group()
+                else:
+                    scanned, value = self._fallback(text, pos, scanned, ordered)
                 start_line, column = line, pos - line_start + 1
                 if scanned in newline:
                     n = value.count("\n")
@@ -218,6 +216,8 @@ class Driver:
                 start, pos = pos, pos + len(value)
                 if scanned in ignore:
                     continue
+                words = unless.get(scanned)
+                ttype = scanned if words is None else words.get(value, scanned)
                 tok = Token(value)
                 tok.type, tok.start_pos, tok.line, tok.column = ttype, start, start_line, column
                 tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
