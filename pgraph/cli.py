@@ -64,104 +64,122 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argparse tree of `pgraph`. With `command` (the subcommand about to run), the
-    options of the other subcommands that need a backend imported (the simulator's) are
-    left out, so that `pgraph check` and `plan` do not import it."""
-    from pgraph.backends.target import TARGETS
-
+    """The argparse tree of `pgraph`. With `command` (a subcommand about to run), only that
+    subcommand gets its options: the others are listed (the usage and help texts are the same)
+    without them, so that `pgraph plan` builds one option table and imports neither the
+    simulator's options nor the queries'."""
     ap = argparse.ArgumentParser(prog="pgraph", description="Plan and check .pgl task graphs.")
     ap.add_argument("--version", action="version", version=f"pgraph {__version__}")
     _allow_outside(ap, top=True)
     sub = ap.add_subparsers(dest="command", required=True)
+    want = (lambda name: True) if command not in COMMANDS else (lambda name: name == command)
     check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
-    _common(check)
-    check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
-                       help="stop after a stage and print its stable text dump (ast: the canonical source; "
-                            "ir: the lowered program; graph: the instance graph; plan: the facts)")
+    if want("check"):
+        _common(check)
+        check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
+                           help="stop after a stage and print its stable text dump (ast: the canonical source; "
+                                "ir: the lowered program; graph: the instance graph; plan: the facts)")
     plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
-    _common(plan)
-    plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
-    plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+    if want("plan"):
+        _common(plan)
+        plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
+        plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
     run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
                                      "against the dense reference")
-    run.add_argument("spec", help="the .pgl file")
-    run.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                     help="override a constant before folding (repeatable)")
-    run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
-    run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-    _allow_outside(run)
-    run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
-    run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
-    run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
-                     help="execution order (default %(default)s)")
-    run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions (default %(default)s)")
-    run.add_argument("--inputs", choices=("current", "tier"), default="current",
-                     help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
-                          "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")
-    run.add_argument("--max-memory", type=float, default=16.0, metavar="GIB",
-                     help="refuse a run whose estimated memory exceeds GIB gibibytes (default 16)")
-    run.add_argument("--weights", choices=("auto", "replicated", "distinct"), default="auto",
-                     help="per-layer tensors: layer 0's for every layer, or distinct per layer (drawn on demand "
-                          "from the seed and the layer); auto = distinct up to 2 GiB of them (default %(default)s)")
-    run.add_argument("--floor", action="store_true",
-                     help="also measure the reference against itself with f64 projections (the best pass "
-                          "rate any other summation order can expect; one more reference run)")
+    if want("run"):
+        run.add_argument("spec", help="the .pgl file")
+        run.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant before folding (repeatable)")
+        run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
+        run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        _allow_outside(run)
+        run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
+        run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
+        run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
+                         help="execution order (default %(default)s)")
+        run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions (default %(default)s)")
+        run.add_argument("--inputs", choices=("current", "tier"), default="current",
+                         help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
+                              "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")
+        run.add_argument("--max-memory", type=float, default=16.0, metavar="GIB",
+                         help="refuse a run whose estimated memory exceeds GIB gibibytes (default 16)")
+        run.add_argument("--weights", choices=("auto", "replicated", "distinct"), default="auto",
+                         help="per-layer tensors: layer 0's for every layer, or distinct per layer (drawn on demand "
+                              "from the seed and the layer); auto = distinct up to 2 GiB of them (default %(default)s)")
+        run.add_argument("--floor", action="store_true",
+                         help="also measure the reference against itself with f64 projections (the best pass "
+                              "rate any other summation order can expect; one more reference run)")
     build = sub.add_parser("build", help="check a spec and write the output of a target (device orchestration, picture)")
-    _common(build)
-    build.add_argument("--target", required=True, choices=sorted(TARGETS),
-                       help="; ".join(f"{name}: {desc}" for name, (_, _, desc) in sorted(TARGETS.items())))
-    build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
-                       help="output directory (written only when the plan has no errors)")
+    if want("build"):
+        from pgraph.backends.target import TARGETS
+
+        _common(build)
+        build.add_argument("--target", required=True, choices=sorted(TARGETS),
+                           help="; ".join(f"{name}: {desc}" for name, (_, _, desc) in sorted(TARGETS.items())))
+        build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                           help="output directory (written only when the plan has no errors)")
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
                                      "a swimlane trace, comparisons, stalls")
-    sim.add_argument("spec", help="the .pgl file")
-    sim.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                     help="override a constant before folding (repeatable)")
-    sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
-    sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-    _allow_outside(sim)
-    if command in (None, "sim"):
+    if want("sim"):
+        sim.add_argument("spec", help="the .pgl file")
+        sim.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant before folding (repeatable)")
+        sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
+        sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        _allow_outside(sim)
         from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
         add_sim_arguments(sim)
     export = sub.add_parser("export", help="write the planned instance graph as simpler's deps.json")
-    _common(export)
-    export.add_argument("--deps-json", required=True, metavar="OUT", help="the deps.json to write (atomically)")
+    if want("export"):
+        _common(export)
+        export.add_argument("--deps-json", required=True, metavar="OUT", help="the deps.json to write (atomically)")
     imp = sub.add_parser("import", help="read a deps.json (a capture or an export): summary, or the normalised view")
-    imp.add_argument("deps_json", metavar="DEPS_JSON", help="the deps.json file")
-    imp.add_argument("--tasks", action="store_true", help="also list every task in submit order with its producers")
-    imp.add_argument("--format", choices=("text", "json"), default="text",
-                     help="text: the summary; json: the normalised deps.json (ids as strings, records merged)")
-    imp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
+    if want("import"):
+        imp.add_argument("deps_json", metavar="DEPS_JSON", help="the deps.json file")
+        imp.add_argument("--tasks", action="store_true", help="also list every task in submit order with its producers")
+        imp.add_argument("--format", choices=("text", "json"), default="text",
+                         help="text: the summary; json: the normalised deps.json (ids as strings, records merged)")
+        imp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
     dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
                                       "per-layer counts, diagnostics, critical path")
-    dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
-    dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
-    dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                     help="override a constant of the spec side(s) before folding (repeatable)")
-    dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
-    dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-    dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-    dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
-    dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
-    from pgraph.commands.query import add_spec_arguments
-
+    if want("diff"):
+        dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant of the spec side(s) before folding (repeatable)")
+        dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
+        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
+        dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     deps = sub.add_parser("deps", help="producers and consumers of tasks: provenance and tensor regions of each edge")
-    add_spec_arguments(deps)
-    deps.add_argument("task", nargs="+", help="task names as the report spells them (out_proj.direct, "
-                                              "gate_proj[n=3,k=1]@L=2)")
+    if want("deps"):
+        from pgraph.commands.query import add_spec_arguments
+
+        add_spec_arguments(deps)
+        deps.add_argument("task", nargs="+", help="task names as the report spells them (out_proj.direct, "
+                                                  "gate_proj[n=3,k=1]@L=2)")
     why = sub.add_parser("why", help="the shortest ordering path from task A to task B, or 'unordered' and "
                                      "the regions they share")
-    add_spec_arguments(why)
-    why.add_argument("a", help="a task name (as in `deps`)")
-    why.add_argument("b", help="a task name (as in `deps`)")
+    if want("why"):
+        from pgraph.commands.query import add_spec_arguments
+
+        add_spec_arguments(why)
+        why.add_argument("a", help="a task name (as in `deps`)")
+        why.add_argument("b", help="a task name (as in `deps`)")
     stats = sub.add_parser("stats", help="the plan's headline figures (the names `budget` statements use)")
-    add_spec_arguments(stats)
+    if want("stats"):
+        from pgraph.commands.query import add_spec_arguments
+
+        add_spec_arguments(stats)
     fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
-    fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
-    fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    if want("fmt"):
+        fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
+        fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
-    explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
+    if want("explain"):
+        explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
     return ap
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
+from pgraph import records
 from pgraph.source import Span
 
 
@@ -19,7 +20,8 @@ class Severity(enum.Enum):
     NOTE = "note"
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Rule:
     """A stable diagnostic code: `PG###`, a kebab-case slug and a default severity."""
 
@@ -108,7 +110,8 @@ RULES: dict[str, Rule] = _rules(
 )
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Note:
     """A secondary message, optionally pointing at another span."""
 
@@ -116,7 +119,8 @@ class Note:
     span: Span | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Edit:
     """Replace the text of `span` (end exclusive; an empty span inserts) with `text`."""
 
@@ -136,7 +140,8 @@ class Edit:
         return cls(attrs.evolve(span, col=col), "")
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Fix:
     """The edits that carry out a diagnostic's hint, where the hint is mechanical (rustc's
     machine-applicable suggestion): applied to the sources, they remove the diagnostic."""
@@ -144,7 +149,8 @@ class Fix:
     edits: tuple[Edit, ...]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Diagnostic:
     """One finding: code, message, primary span, notes, a fix hint and, where the hint is
     mechanical, the `fix` that applies it."""

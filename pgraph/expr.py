@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from pgraph import records
 from pgraph.source import Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Num:
     """An integer literal."""
 
@@ -25,7 +27,8 @@ class Num:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Name:
     """A reference to a constant, let, index variable or (in call args) a tensor/scalar."""
 
@@ -33,7 +36,8 @@ class Name:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class BinOp:
     """`left op right` for op in + - * / % (integer, floor division), comparisons, and/or."""
 
@@ -43,7 +47,8 @@ class BinOp:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Neg:
     """Unary minus."""
 
@@ -51,7 +56,8 @@ class Neg:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Not:
     """Boolean `not` (0 or 1)."""
 
@@ -59,7 +65,8 @@ class Not:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Func:
     """`ceildiv(a, b)`, `min(a, ...)`, `max(a, ...)`."""
 
@@ -68,7 +75,8 @@ class Func:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RuntimeDim:
     """`dim(TENSOR, AXIS)` of a tensor dimension that is read at run time (`runtime` in its shape).
 

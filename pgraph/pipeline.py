@@ -19,6 +19,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
@@ -128,7 +129,8 @@ def check_order(passes: tuple[Pass, ...]) -> None:
 check_order((*EXPANSION_CHECKS, *PASSES))
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Options:
     """Compile options: constant overrides, a config file, a layer count, full expansion, verification,
     and whether includes and the config file may lie outside the spec's project root
@@ -142,7 +144,8 @@ class Options:
     allow_include_outside: bool = False
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Stopped:
     """What `run_until` reached: the loaded AST, the Program, the instance graph, the Plan (or None)."""
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 
-@attrs.frozen
+
+@records.shared_repr
+@attrs.frozen(repr=False)
 class SourceFile:
     """One `.pgl` text as read from disk (or given inline).
 
@@ -35,7 +38,8 @@ class SourceFile:
         return lines[number - 1] if 1 <= number <= len(lines) else ""
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Span:
     """A region of a source file: 1-based line and column, end inclusive-exclusive.
 

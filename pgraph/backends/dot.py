@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 import graphviz
 
+from pgraph import records
 from pgraph.backends.escape import dot_tooltip
 from pgraph.backends.target import BuildInfo
 from pgraph.ir.instances import Instance
@@ -49,7 +50,8 @@ PROV_STYLE: dict[str, dict[str, str]] = {
 KIND_SHAPE = {"at": "box", "spmd": "box3d", "parallel": "tab", "dummy": "diamond"}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DotEdge:
     """One drawn (bundled) edge between two dispatch nodes.
 
@@ -313,7 +315,8 @@ def render_dot(plan: Plan) -> str:
     return build_digraph(plan).source
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DotTarget:
     """`pgraph build --target dot`: the picture as `<entry>.dot`."""
 

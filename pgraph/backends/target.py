@@ -13,10 +13,12 @@ from typing import Protocol
 
 import attrs
 
+from pgraph import records
 from pgraph.plan.base import Plan
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class BuildInfo:
     """What a target may say about the build in its headers: the spec as displayed, the overrides."""
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.backends.depsjson.diff import Change, DiffResult, LayerRow, Side, diff
 from pgraph.backends.depsjson.export import SpecSide, export
 from pgraph.backends.depsjson.model import DepsFormatError, DepsGraph, parse, render
@@ -141,7 +142,8 @@ def run_import(args: argparse.Namespace, write: Write) -> int:
 # ---- diff --------------------------------------------------------------------------------------
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Loaded:
     """One diff operand: the side, and for a spec its plan and diagnostics."""
 

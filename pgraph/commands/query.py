@@ -26,6 +26,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
 from pgraph.ir.instances import ArgBox, BlockAccess, EdgeData, Instance, InstanceGraph, box_intersection, boxes_overlap
@@ -43,7 +44,8 @@ PROVENANCE_WORDS = {Provenance.EXPLICIT: "explicit dep", Provenance.CARRIED: "ca
                     Provenance.INFERRED: "tensormap", Provenance.CREATOR: "creator"}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TaskName:
     """A parsed task spelling: the dispatch (or tile set) name, the index and the loop iterations.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num  # noqa: F401  (expressions are syntax too)
 from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import Span
@@ -11,7 +12,8 @@ from pgraph.source import Span
 # ---- regions, deps ----------------------------------------------------------------
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Slice:
     """One dimension of a region: `:` (ALL), `a` (INDEX), `a:b` (RANGE) or `a +: n` (EXTENT)."""
 
@@ -21,7 +23,8 @@ class Slice:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Region:
     """`tensor[slices]`, optionally `indirect(index tensors)` (a may-overlap bounding box).
 
@@ -34,7 +37,8 @@ class Region:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Sel:
     """One axis of a dep's logical-tile selection: `*` (ALL), `a`, `a..b` (RANGE) or `a +: n`."""
 
@@ -44,7 +48,8 @@ class Sel:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Dep:
     """`name` or `name[sel, ...]`: the logical tiles (or carry/TaskId slot) waited on."""
 
@@ -53,7 +58,8 @@ class Dep:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Axis:
     """`var in lo..hi` (half-open)."""
 
@@ -66,7 +72,8 @@ class Axis:
 # ---- task bodies -------------------------------------------------------------------
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Let:
     """`let name = expr`."""
 
@@ -75,7 +82,8 @@ class Let:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Access:
     """`reads|writes|atomic_add region, ...`: per-block regions touched by the task."""
 
@@ -84,7 +92,8 @@ class Access:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ItemLoop:
     """`for it in lo..hi { ... }` inside a task: the union of its accesses over `it`."""
 
@@ -93,7 +102,8 @@ class ItemLoop:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Call:
     """`call kernel(args)` or `call table[index](args)`: each arg is an expression (scalar/bare
     tensor) or a Region; `index` selects the kernel of a `kernels` table per task."""
@@ -104,7 +114,8 @@ class Call:
     index: Expr | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Untouched:
     """`untouched a, b`: tensors the kernel is passed but neither reads nor writes."""
 
@@ -112,7 +123,8 @@ class Untouched:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Wave:
     """`wave name axes : parallel|spmd(axes) flags deps` inside a `tiles` declaration.
 
@@ -134,7 +146,8 @@ class Wave:
 BodyItem = Let | Access | Untouched | ItemLoop | Call | Wave
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Task:
     """`at|spmd|parallel|dummy|tiles name[axes] flags deps { body }`.
 
@@ -158,7 +171,8 @@ class Task:
 # ---- statements --------------------------------------------------------------------
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Include:
     """`include "file.pgl"`, relative to the including file."""
 
@@ -166,7 +180,8 @@ class Include:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Const:
     """`const NAME = expr`, overridable with -D."""
 
@@ -175,7 +190,8 @@ class Const:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Assert:
     """`assert expr, "message"`, checked on the folded constants."""
 
@@ -184,7 +200,8 @@ class Assert:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TensorDecl:
     """`tensor name : dtype[shape] [external]`; `runtime[d]` marks a dimension written
     `runtime EXPR` (read at run time, EXPR the planning value); () when none is."""
@@ -197,7 +214,8 @@ class TensorDecl:
     runtime: tuple[bool, ...] = ()
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ScalarDecl:
     """`scalar name : dtype [external]` (an orchestration scalar argument)."""
 
@@ -207,7 +225,8 @@ class ScalarDecl:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ViewDecl:
     """`view name = base as [shape]`: a row-major reshape of `base`."""
 
@@ -217,7 +236,8 @@ class ViewDecl:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Param:
     """A kernel parameter: direction in/out/inout/atomic_add, or SCALAR."""
 
@@ -228,7 +248,8 @@ class Param:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class KernelDecl:
     """`[extern] kernel name core [source "path"] [includes "dir", ...] (params)`."""
 
@@ -241,7 +262,8 @@ class KernelDecl:
     includes: tuple[str, ...] = ()
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class KernelAlias:
     """`kernel B, C = A [source "path"]`: kernels sharing A's core and parameters (one body,
     separate func ids and sources); `name_spans` gives where each new name is written."""
@@ -253,7 +275,8 @@ class KernelAlias:
     name_spans: tuple[Span, ...] = ()
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class KernelTable:
     """`kernels T = [A, B, ...]`: kernels a call selects per task with `call T[index](...)`."""
 
@@ -262,7 +285,8 @@ class KernelTable:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Block:
     """A `{ ... }` statement list."""
 
@@ -270,7 +294,8 @@ class Block:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ScopeStmt:
     """`auto|manual scope [ring N] { ... }`: a runtime PTO2_SCOPE (`ring_span`: where N is written)."""
 
@@ -281,7 +306,8 @@ class ScopeStmt:
     ring_span: Span | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class CarryItem:
     """`name = init then next` in a loop header."""
 
@@ -291,7 +317,8 @@ class CarryItem:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ForStmt:
     """`for L in lo..hi [unscoped] carry ... { ... }`: the body is an auto scope per iteration.
 
@@ -306,7 +333,8 @@ class ForStmt:
     scoped: bool = True
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class PhaseStmt:
     """`phase name { ... }`: groups tasks for reports and pictures (not a scope)."""
 
@@ -315,7 +343,8 @@ class PhaseStmt:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class InterleaveStmt:
     """`interleave { ... }`: submit the tasks of its declarations round-robin.
 
@@ -329,7 +358,8 @@ class InterleaveStmt:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TaskIds:
     """`taskids a, b`: TaskId arrays of tasks `a`, `b` held in this scope."""
 
@@ -337,7 +367,8 @@ class TaskIds:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Use:
     """`use NAME`: the statements of fragment NAME, spliced in place at lowering.
 
@@ -350,7 +381,8 @@ class Use:
     name_span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Fragment:
     """`fragment NAME { statements }`: a top-level, reusable statement list.
 
@@ -363,7 +395,8 @@ class Fragment:
     name_span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Entry:
     """`entry name { ... }`: the orchestration function; its body is scope depth 1."""
 
@@ -372,7 +405,8 @@ class Entry:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TargetItem:
     """`key = expr` inside a target block; `unit` a (rejected) unit suffix such as `MB`."""
 
@@ -383,7 +417,8 @@ class TargetItem:
     unit_span: Span | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Target:
     """`target a2a3 { task_window = 8192 ... }`: runtime limits overriding the defaults."""
 
@@ -392,7 +427,8 @@ class Target:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Cost:
     """`cost NAME = expr`: per-block cost (µs) of a kernel, or the default of a core shape.
 
@@ -406,7 +442,8 @@ class Cost:
     unit_span: Span | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Budget:
     """`budget FIGURE <= expr`: the most a figure of the plan may be (pgraph.plan.budgets, PG121)."""
 
@@ -421,7 +458,8 @@ Item = (Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDe
         | Target | Cost | Budget | Fragment)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Module:
     """One parsed file: its items in order."""
 

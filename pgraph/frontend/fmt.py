@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import attrs
 
+from pgraph import records
 from pgraph.frontend import ast
 from pgraph.frontend.unparse import INDENT, unparse_lines
 
 __all__ = ["Comment", "comments", "format_module"]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Comment:
     """A `#` comment: its 1-based line and column, its text (from `#` on), whether code precedes it."""
 

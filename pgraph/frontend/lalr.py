@@ -157,6 +157,10 @@ class Driver:
         self.rules: list[tuple[str, int, str, bool, list[tuple[int, bool]] | None, bool]] = [
             (o, n, cb, bool(e1), None if inc is None else [(i, bool(x)) for i, x in inc], bool(inl))
             for o, n, cb, e1, inc, inl in tables["rules"]]
+        # per rule: its origin when it is a unit rule (one symbol, kept, expanded: a reduction
+        # that leaves the child as the node and only changes the parser state), else None
+        self.units: list[str | None] = [o if n == 1 and e1 and inc is None and not inl else None
+                                        for o, n, _cb, e1, inc, inl in self.rules]
         self.start: int = tables["start"]
         self.end: int = tables["end"]
 
@@ -186,7 +190,7 @@ class Driver:
 
         Raises Fallback for a text Lark may reject, or whose tree is higher than `max_height`.
         """
-        states, rules, reduce = self.states, self.rules, self._reduce
+        states, rules, units, reduce = self.states, self.rules, self.units, self._reduce
         lexer_of = [self.lexers[i] for i in self.state_lexer]
         match = self.master.match
         ignore, newline = self.ignore, self.newline
@@ -233,6 +237,16 @@ class Driver:
                     state_stack.append(action)
                     values.append(tok)
                     break
+                origin = units[~action]
+                if origin is not None:  # `?rule: one_symbol`: the child is the node, unchanged
+                    state_stack.pop()
+                    goto = states[state_stack[-1]].get(origin)
+                    if goto is None or goto < 0:
+                        raise Fallback
+                    state_stack.append(goto)
+                    if tok is None and goto == self.end:
+                        raise Fallback  # the start rule is no unit rule
+                    continue
                 origin, n, name, expand1, include, inline = rules[~action]
                 if n:
                     children = values[-n:]

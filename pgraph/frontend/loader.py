@@ -15,6 +15,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.frontend import ast
 from pgraph.frontend.parser import parse_source
@@ -32,7 +33,8 @@ class UsageError(Exception):
     """Bad command-line use (a missing file, a malformed -D): exit code 2, no diagnostics."""
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Loaded:
     """The items of a file and of everything it includes, in textual order."""
 

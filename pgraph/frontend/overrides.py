@@ -9,6 +9,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.expr import MAX_INT_BITS, Expr, Num
 from pgraph.frontend import ast
@@ -25,7 +26,8 @@ from pgraph.frontend.parser import parse_source
 from pgraph.source import SourceFile, Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Override:
     """A constant override: from `-D NAME=VALUE` (a `<command line>` span) or a `--config` file."""
 

@@ -142,11 +142,15 @@ class _ToAst:
             raise _LiteralError(tree) from err
 
     def _span(self, meta: Any, fallback: Span | None = None) -> Span:
+        if meta.__class__ is lalr.Meta and not meta.empty:  # the driver's: every position is set
+            return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
         if getattr(meta, "empty", False) and fallback is not None:
             return fallback
         return span_from_meta(self.file, meta)
 
     def _tok(self, tok: Any) -> Span:
+        if tok.__class__ is lalr.Token:
+            return Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
         return span_from_meta(self.file, tok)
 
     # ---- top level ----

@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.frontend import import_lark
 
 import_lark()  # lark without the `regex` module (pgraph.frontend)
@@ -35,7 +36,8 @@ from lark.lexer import PatternStr  # noqa: E402
 from pgraph.suggest import closest  # noqa: E402
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class SyntaxExample:
     """A friendly message, its fix hint, and bad snippets that end in that parser state."""
 

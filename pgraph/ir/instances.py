@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
+from pgraph import records
 from pgraph.ir import program as ir
 from pgraph.ir.queries import Box, BufferKey, axis_values
 from pgraph.kinds import DECLARED, AccessKind, Provenance, TaskKind
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Instance", "InstanceGraph", "axis_values"]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Instance:
     """One submitted task (or alloc task): dispatch, loop iterations, task index, weight.
 
@@ -86,7 +88,8 @@ def empty_accesses() -> BlockAccesses:
 # ---- what the expansion found (pgraph.plan.expansion_checks reports these) ----
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RegionIssue:
     """A region of an instance with a negative extent ('negative') or outside its tensor ('bounds')."""
 
@@ -99,7 +102,8 @@ class RegionIssue:
     size: int
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class EvalIssue:
     """An expression of an instance that cannot be evaluated (division by zero, ...)."""
 
@@ -108,7 +112,8 @@ class EvalIssue:
     message: str
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepIssue:
     """A dep that selects no tile ('empty') or tiles outside the tile space ('range')."""
 

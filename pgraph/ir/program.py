@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import Expr, free_vars
 from pgraph.kinds import (
     AccessKind,
@@ -41,7 +42,8 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Tensor:
     """A tensor: an `external` argument, an `alloc` (heap of a scope) or a `view` of another tensor.
 
@@ -88,7 +90,8 @@ class Tensor:
         return self.base or self.name
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ScalarArg:
     """An orchestration scalar argument (`orch_args.scalar(j)`)."""
 
@@ -98,7 +101,8 @@ class ScalarArg:
     arg_index: int
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Param:
     """A kernel parameter: a tensor direction or `SCALAR`; shape in elements (None: any)."""
 
@@ -115,7 +119,8 @@ class Param:
         return self.direction is not Direction.SCALAR
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Kernel:
     """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids).
 
@@ -140,7 +145,8 @@ class Kernel:
         return self.alias_of or self.name
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class KernelTable:
     """`kernels NAME = [A, B, ...]`: kernels a call selects per task (`call NAME[index](...)`)."""
 
@@ -149,7 +155,8 @@ class KernelTable:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Scope:
     """A runtime scope (PTO2_SCOPE). Depth 1 is the entry body; ring = min(depth, 3).
 
@@ -179,7 +186,8 @@ class Scope:
         return min(self.depth, 3)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Carry:
     """A loop-carried value: a TaskId slot (TASK) or a tensor alias (TENSOR): `name = init then next`."""
 
@@ -190,7 +198,8 @@ class Carry:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class IAxis:
     """An index axis `var in lo..hi` with folded bounds (half-open; hi < lo is a PG006 error)."""
 
@@ -205,7 +214,8 @@ class IAxis:
         return max(self.hi - self.lo, 0)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Loop:
     """A scope-level `for` loop; `body_scope` is None when the body has no scope of its own
     (`unscoped`, or a loop inside a manual scope)."""
@@ -220,7 +230,8 @@ class Loop:
     interleave: int | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Dim:
     """One region dimension: ALL, INDEX (a), RANGE (a:b) or EXTENT (a +: b)."""
 
@@ -229,7 +240,8 @@ class Dim:
     b: Expr | None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RegionRef:
     """A region of a tensor (or tensor carry alias): `dims` None means the whole tensor.
 
@@ -243,7 +255,8 @@ class RegionRef:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ItemAxis:
     """The inner index of a union region (`for it in 0..4 { ... }` in a task body)."""
 
@@ -253,7 +266,8 @@ class ItemAxis:
     span: Span | None = attrs.field(default=None, eq=False)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Access:
     """A per-block access; `explicit` when written as a `reads`/`writes`/`atomic_add` clause,
     else implied by a kernel parameter's direction."""
@@ -265,7 +279,8 @@ class Access:
     explicit: bool = False
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Arg:
     """A call argument bound (by position) to a kernel parameter: a tensor region or a scalar expression."""
 
@@ -275,7 +290,8 @@ class Arg:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class CallSite:
     """The `call kernel(...)` of a task: the kernel, how many arguments were passed, where."""
 
@@ -284,7 +300,8 @@ class CallSite:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepSel:
     """A dep's selection on one tile axis: ALL, INDEX (a), RANGE (a..b), EXTENT (a +: b)."""
 
@@ -294,7 +311,8 @@ class DepSel:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepRef:
     """A dep: on tiles of a tile set (TILES) or through a TaskId loop carry (CARRY)."""
 
@@ -304,7 +322,8 @@ class DepRef:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Dispatch:
     """One dispatch declaration: a task (at), SPMD grid, parallel loop, dummy, or one wave.
 
@@ -354,7 +373,8 @@ class Dispatch:
         return 0 if self.kind is TaskKind.DUMMY else math.prod(a.size for a in self.block_axes)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class WaveDecl:
     """One `wave` line of a tile set as written: its name, the tile box it takes, where."""
 
@@ -363,7 +383,8 @@ class WaveDecl:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TileSet:
     """The logical tiles a declaration computes; deps select tiles, not tasks.
 
@@ -384,7 +405,8 @@ class TileSet:
     body_span: Span | None = attrs.field(default=None, eq=False)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class AssertStmt:
     """An `assert expr, "message"`: `expr` folded with the constants, `source` as written."""
 
@@ -394,7 +416,8 @@ class AssertStmt:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Setting:
     """A `target` limit or a `cost` line as written: key, folded value, where."""
 
@@ -403,7 +426,8 @@ class Setting:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Budget:
     """A `budget FIGURE <= limit` statement, folded: the figure (pgraph.kinds.BUDGET_FIGURES), the limit, where."""
 
@@ -412,7 +436,8 @@ class Budget:
     span: Span
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class InterleaveBlock:
     """An `interleave { ... }` block; `parent` is the interleave block it stands in (a PG035 error)."""
 
@@ -426,7 +451,8 @@ class InterleaveBlock:
 AllocKey = tuple[int, int, tuple[int, ...]]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Node:
     """One node of the entry's program-order tree, which both the expander and the backends walk.
 
@@ -442,7 +468,8 @@ class Node:
     children: tuple[Node, ...] = ()
 
 
-@attrs.frozen(slots=False)
+@records.shared_repr
+@attrs.frozen(slots=False, repr=False)
 class Program:
     """A lowered, name-resolved, constant-folded program (one entry)."""
 

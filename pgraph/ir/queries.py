@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import Compiled, EvalError, Expr, compile_expr, evaluate, free_vars, substitute
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DimKind, NodeKind, Storage, TaskKind
@@ -369,7 +370,8 @@ class AllIterations(Sequence[tuple[int, int]]):
         return f"AllIterations({self.lo}, {self.hi})"
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Window:
     """Which iterations of each loop an expansion enumerates, with the weight each stands for.
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import (
     BinOp,
@@ -55,7 +56,8 @@ class Env:
         return Env(self.values, self.variables)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Where:
     """Where a statement stands: its scope, environment, phase, loops and `interleave` block."""
 
@@ -71,7 +73,8 @@ class Where:
         return attrs.evolve(self, **changes)  # type: ignore[arg-type]
 
 
-@attrs.define(eq=False)
+@records.shared_repr
+@attrs.define(eq=False, repr=False)
 class TreeNode:
     """A node of the program-order tree while lowering builds it (frozen into `ir.Node`)."""
 
@@ -84,7 +87,8 @@ class TreeNode:
         return ir.Node(self.kind, self.ident, tuple(c.freeze() for c in self.children))
 
 
-@attrs.define(eq=False)
+@records.shared_repr
+@attrs.define(eq=False, repr=False)
 class AllocHolder:
     """Where the allocation sites of the tensors declared here go: the front of `node`'s
     children (a scope, an `unscoped` loop body), or just before `before` in `node`'s children

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Note
 from pgraph.frontend import ast
 from pgraph.source import Span
@@ -35,7 +36,8 @@ def _key(chain: Chain) -> tuple[tuple[str, int, int], ...]:
     return tuple((u.span.filename, u.span.line, u.span.col) for u in chain)
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class FragmentTable:
     """The program's fragments by name, and what the walk has expanded so far.
 
@@ -107,7 +109,8 @@ def _chain_notes(chain: Chain) -> list[Note]:
     return [Note(f"fragment '{u.name}' is used here", u.span) for u in reversed(chain)]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class EntryChoice:
     """The outcome of entry selection: the entry, or the candidates that made it ambiguous."""
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir.instances import Instance, InstanceGraph
 from pgraph.ir.program import Program
@@ -44,7 +45,8 @@ def layer_loop_of(program: Program) -> int | None:
     return max(top, key=lambda lp: (held[lp.id], -lp.id)).id
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Plan:
     """What the planner knows about one program: its instance graph, diagnostics and facts."""
 

@@ -7,12 +7,14 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.ir.instances import Instance
 from pgraph.kinds import DECLARED, Provenance, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Counts(Fact):
     """Task, dummy, block and edge counts: whole program, one layer (None without a layer loop),
     the layer count, and one row per phase (with its per-layer counts)."""

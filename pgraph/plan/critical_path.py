@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.ir.instances import Instance
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
@@ -22,7 +23,8 @@ from pgraph.plan.reach import Reach
 CORES_KEY = {Core.AIC: "aic", Core.AIV: "aiv", Core.MIX: "clusters"}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class CriticalPath(Fact):
     """The longest path (None for an empty graph): length, per-layer increment, steps, first broken link."""
 

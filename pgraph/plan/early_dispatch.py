@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Edit, Fix, Note, Severity
 from pgraph.ir.instances import Instance
 from pgraph.kinds import WAIT, Flag, Provenance, TaskKind
@@ -32,14 +33,16 @@ class EarlyState(enum.StrEnum):
     MIXED = "mixed"            # (table rows only) instances of one dispatch differ
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class EarlyStatus(Fact):
     """Per instance (alloc tasks excluded): its EarlyState and the unflagged producers blocking it."""
 
     status: dict[int, tuple[EarlyState, list[int]]]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class EarlyTable(Fact):
     """The early-dispatch table of the report (one row per dispatch of a layer and the entry)."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.kinds import BUDGET_FIGURES, DECLARED, Provenance
 from pgraph.plan.base import Plan, layer_share
 from pgraph.plan.counts import Counts
@@ -24,7 +25,8 @@ __all__ = ["FIGURES", "Figure", "figures"]
 WAITED = DECLARED | {Provenance.INFERRED}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Figure:
     """A budgetable figure: its name, what it counts, and its unit."""
 

@@ -6,20 +6,23 @@ from collections import defaultdict
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Note
 from pgraph.kinds import DECLARED, AccessKind, CarryKind, Storage, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 from pgraph.plan.reach import Reach
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DuplicateDeps(Fact):
     """Duplicate dep entries folded into existing edges, per layer."""
 
     per_layer: int
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RedundantEdges(Fact):
     """Explicit edges of the reported instances that another path implies."""
 
@@ -58,7 +61,8 @@ class DuplicateDepsPass(Pass):
         plan.put(DuplicateDeps(total))
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ExplicitEdges(Fact):
     """The explicit and carried edges (u, v), in `InstanceGraph.edges` order (shared by the
     redundant-edge and funnel passes: a --full prefill has 1.5 million edges to classify)."""

@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Fix, Note
 from pgraph.ir.instances import BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
@@ -35,7 +36,8 @@ KIND_WORD = {AccessKind.READ: "reads", AccessKind.WRITE: "writes", AccessKind.AT
 Touch = tuple[AccessKind, Box, str]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Conflict:
     """Two instances (a < b in submission order) whose accesses to one buffer overlap, one writing."""
 
@@ -49,7 +51,8 @@ class Conflict:
     second_tensor: str
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Conflicts(Fact):
     """Every conflicting instance pair, ordered by buffer and pair; independent of the edges (so
     mutation tests reuse it). Pair k is `first[k]` < `second[k]` on `buffers[buffer[k]]`; a
@@ -78,7 +81,8 @@ class Conflicts(Fact):
         return [self.conflict(plan, k) for k in range(len(self))]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Race:
     """An unordered conflicting pair; `boundary` when one side is in a manual scope and the other is not."""
 
@@ -96,7 +100,8 @@ class Race:
         return self.conflict.second
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Races(Fact):
     """Every race the planner found (reported per dispatch pair and tensor as PG100/PG101)."""
 

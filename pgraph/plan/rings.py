@@ -24,6 +24,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Note, Severity
 from pgraph.ir.limits import heap_bytes
 from pgraph.ir.program import Program
@@ -34,7 +35,8 @@ from pgraph.source import Span
 ScopeKey = tuple[int, tuple[int, ...]]
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class _Fanout:
     """The consumer edges of one instance, by which of the real tasks it stands for have them.
 
@@ -48,7 +50,8 @@ class _Fanout:
     exits: dict[tuple[int, ...], int] = attrs.Factory(dict)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RingTable(Fact):
     """One row per ring (tasks, heap, dep pool: per layer and at peak, with limits) and the TensorMap peak."""
 

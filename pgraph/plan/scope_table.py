@@ -6,12 +6,14 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.ir.limits import heap_bytes
 from pgraph.kinds import Storage
 from pgraph.plan.base import Fact, Pass, Plan
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ScopeTable(Fact):
     """One row per scope: id, kind, mode, depth, ring, source line, dispatches, allocations, heap bytes."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import attrs
 
-from pgraph import __version__
+from pgraph import __version__, records
 from pgraph.backends.target import BuildInfo
 from pgraph.kinds import InternalError
 from pgraph.plan.base import Plan
@@ -21,7 +21,8 @@ from .kernel_config import render_kernel_config
 __all__ = ["TARGET", "A2A3Target", "build"]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class A2A3Target:
     """The a2a3 target (simpler tensormap_and_ringbuffer)."""
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, RuntimeDim, evaluate
 
 #: C++ precedence levels used to drop redundant parentheses (higher binds tighter).
@@ -21,7 +22,8 @@ _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, 
          "/": 6, "%": 6}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Interval:
     """A closed integer interval; None bounds are unbounded."""
 

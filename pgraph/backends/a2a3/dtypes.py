@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import attrs
 
+from pgraph import records
 
-@attrs.frozen
+
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DType:
     """One row: the `DataType::` enumerator, its value in simpler's enum, the C scalar type."""
 

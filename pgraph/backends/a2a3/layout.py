@@ -26,6 +26,7 @@ import re
 
 import attrs
 
+from pgraph import records
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DepKind, InternalError, NodeKind, TaskKind
 
@@ -41,7 +42,8 @@ class SlotKind(enum.StrEnum):
 Path = tuple[Key, ...]
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Node:
     """A block of the generated code: a scope (id), a loop (id), a dispatch (name) or an
     allocation site (`alloc_ident`)."""
@@ -123,7 +125,8 @@ def common_prefix(paths: list[Path]) -> Path:
     return tuple(out)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Storage:
     """Where the TaskIds of one tile set (or one TaskId carry) live in the generated code.
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import BinOp, Expr, Num, compile_expr, free_vars, substitute
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DimKind
@@ -32,7 +33,8 @@ from .cexpr import simplify, sub
 SEARCH_LIMIT = 400_000
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DimBox:
     """One view dimension: `lo` and `size` (expressions of loop/task indices).
 
@@ -46,7 +48,8 @@ class DimBox:
     fallback: bool = False
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ArgView:
     """The task-level view of one tensor argument: whole tensor or a box."""
 

@@ -30,6 +30,7 @@ from collections import defaultdict
 
 import attrs
 
+from pgraph import records
 from pgraph.backends.a2a3.dtypes import DTYPES
 from pgraph.backends.a2a3.kernel_config import FuncIds
 from pgraph.backends.depsjson.model import DepsArg, DepsEdge, DepsGraph, DepsTask, DepsTensor, Region, fnv1a_tensor_id
@@ -46,7 +47,8 @@ EXTERNAL_BASE, EXTERNAL_STEP = 1 << 48, 1 << 40
 HEAP_BASE, HEAP_ALIGN = 1 << 32, 1024  # PTO2_PACKED_OUTPUT_ALIGN
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TaskNote:
     """What the spec says about one task id: its label (`gate_proj.late[n=6,k=0]@L=1`), the
     declaration's span, the dispatch and phase names, the layer (None outside the layer loop)."""
@@ -60,7 +62,8 @@ class TaskNote:
     kernel: str | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class SpecSide:
     """A spec's deps.json with its spans: notes per task id (alloc tasks included) and the span
     of the dep that declares each explicit (pred, succ) pair."""

@@ -33,6 +33,8 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
+
 __all__ = ["ARG_TYPES", "DepsArg", "DepsEdge", "DepsFormatError", "DepsGraph", "DepsTask", "DepsTensor", "Quirks",
            "Region", "fnv1a_tensor_id", "parse", "render"]
 
@@ -62,7 +64,8 @@ def fnv1a_tensor_id(addr: int, version: int) -> int:
     return h
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Region:
     """A strided region of a buffer: dtype (simpler `DataType` spelling), shape and strides (elements),
     start offset (elements from the buffer's base)."""
@@ -73,7 +76,8 @@ class Region:
     strides: tuple[int, ...]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepsArg:
     """One tensor argument of a task: position `idx`, tag `type`, the tensor it names, its region."""
 
@@ -83,7 +87,8 @@ class DepsArg:
     region: Region
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepsTask:
     """One submitted task (a compute task or a dummy; alloc tasks are not listed).
 
@@ -113,7 +118,8 @@ class DepsTask:
         return self.kernel_ids == (-1, -1, -1)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepsTensor:
     """One buffer version: id, base address, version, element dtype, element count."""
 
@@ -124,7 +130,8 @@ class DepsTensor:
     buffer_numel: int
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepsEdge:
     """One edge record: producer and consumer ids, the consumer's argument (-1: explicit), why
     (`source`), the fanin flags; for creator/tensormap the tensor and the consumer's region, for
@@ -141,7 +148,8 @@ class DepsEdge:
     producer: Region | None = None
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Quirks:
     """What the reader met and tolerated: ids written as integers, overflow records merged,
     repeated (pred, succ) pairs, preds that are alloc tasks (absent from tasks[])."""
@@ -152,7 +160,8 @@ class Quirks:
     alloc_preds: int = 0
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class DepsGraph:
     """A deps.json: tasks in submit order, tensors, edges in file order, and the reader's quirks."""
 

@@ -25,6 +25,7 @@ import itertools
 
 import attrs
 
+from pgraph import records
 from pgraph.expr import EvalError
 from pgraph.ir import program as ir
 from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, InstanceGraph, empty_accesses
@@ -40,7 +41,8 @@ class BindError(Exception):
     """The plan cannot be bound to kernel arguments (an internal inconsistency)."""
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ParamBinding:
     """One kernel parameter of one block call."""
 
@@ -54,7 +56,8 @@ class ParamBinding:
     write_boxes: tuple[Box, ...] = ()
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class BlockCall:
     """A kernel call: block index (None for a whole sync_start grid), arguments, accesses."""
 

@@ -32,10 +32,13 @@ from collections.abc import Sequence
 import attrs
 import numpy as np
 
+from pgraph import records
+
 MIN_COSINE = 0.999
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Check:
     """One comparator: tolerance, allowed failing fraction, and where it comes from."""
 
@@ -103,7 +106,8 @@ def checks_for(fixture: str, layers: int, weights: str = "distinct") -> tuple[Ch
     raise ValueError(f"unknown fixture '{fixture}' (current or tier)")
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class CheckResult:
     """One comparator applied to one output: failing live elements and failing pad elements."""
 
@@ -132,7 +136,8 @@ class CheckResult:
         return f"{self.check.name}: {self.render()[:-1]}; needs {self.check.need()})"
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Comparison:
     """Outcome of comparing one output with the reference under the deciding comparators.
 

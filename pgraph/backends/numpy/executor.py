@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import attrs
 import numpy as np
 
+from pgraph import records
 from pgraph.backends.numpy import attention as _attention  # noqa: F401  (registers the attention kernels)
 from pgraph.backends.numpy.binding import Binder, BlockCall, ParamBinding
 from pgraph.backends.numpy.inputs import LAYERED, Inputs
@@ -57,7 +58,8 @@ class ReadOnlyStorage(DenseStorage):
         raise KernelFault("input tensors are read-only")
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class _Pending:
     """A `checked` argument: the kernel's copy and its state before the call."""
 
@@ -68,7 +70,8 @@ class _Pending:
     before: np.ndarray
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class RunResult:
     """Buffers after one execution, the order used, and the race reports."""
 

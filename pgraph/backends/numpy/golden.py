@@ -21,6 +21,7 @@ import attrs
 import ml_dtypes
 import numpy as np
 
+from pgraph import records
 from pgraph.backends.numpy.inputs import Inputs
 
 EPS = 1e-6
@@ -36,7 +37,8 @@ def _f32(a: np.ndarray) -> np.ndarray:
     return np.asarray(a).astype(F32)
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class GoldenLayer:
     """Intermediates of one reference layer (f32 unless noted; rows = BATCH_PAD)."""
 
@@ -50,7 +52,8 @@ class GoldenLayer:
     v_cur: np.ndarray         # bf16 [batch, KV_HEADS, HEAD_DIM]
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class GoldenResult:
     """Reference output: `out` bf16 [B, HIDDEN], the final f32 residual, per-layer data."""
 

@@ -39,12 +39,14 @@ from collections import OrderedDict
 import attrs
 import numpy as np
 
+from pgraph import records
 from pgraph.backends.numpy.storage import NP_DTYPES
 from pgraph.ir.program import Program
 from pgraph.kinds import Storage as Placement
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Dist:
     """A distribution: `normal` (a = mean, b = std), `uniform` on [a, b) or `const` a.
 
@@ -121,7 +123,8 @@ ROPE_THETA = 10000.0
 _CHUNK = 1 << 22
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Geometry:
     """Model sizes of one run, read from the folded spec constants."""
 
@@ -150,7 +153,8 @@ class Geometry:
                    c["CACHE_ROWS"])
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class LayeredTensor:
     """A per-layer external tensor: the shape and dtype of one layer's rows, its distribution."""
 
@@ -206,7 +210,8 @@ def draw(rng: np.random.Generator, shape: tuple[int, ...], dist: Dist, dtype: np
     return out
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Inputs:
     """External tensor data of one run.
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import attrs
 import numpy as np
 
+from pgraph import records
 from pgraph.backends.numpy.storage import NP_DTYPES, GuardedTensor, KernelFault, RowAccess
 
 #: RMSNorm epsilon (pypto-lib constants.py EPS, every RMSNorm including QK-norm).
@@ -45,7 +46,8 @@ Tensor = np.ndarray | GuardedTensor
 KERNELS: dict[str, Kernel] = {}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class BlockContext:
     """What a kernel knows about its launch: block index (None = the whole sync_start grid)."""
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 import attrs
 import networkx as nx
 
+from pgraph import records
 from pgraph.backends.numpy.orders import consumer_first_order, producer_last_order
 from pgraph.backends.numpy.runner import Execution, Session, max_diff
 from pgraph.plan.base import Plan
@@ -84,7 +85,8 @@ def without_edge(plan: Plan, u: int, v: int) -> Iterator[None]:
         g.add_edge(u, v, **data)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class MutationResult:
     """The outcome for one deleted edge (None: that check was not run)."""
 

@@ -18,13 +18,15 @@ import math
 import attrs
 import networkx as nx
 
+from pgraph import records
 from pgraph.ir.instances import BlockAccess, BlockAccesses, Box, BufferKey, InstanceGraph, covers
 from pgraph.ir.program import Program
 from pgraph.kinds import AccessKind
 
 Access = BlockAccess
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class RaceReport:
     """Two unordered conflicting accesses: `first` was submitted before `second`."""
 

@@ -16,6 +16,7 @@ import attrs
 import networkx as nx
 import numpy as np
 
+from pgraph import records
 from pgraph.backends.numpy.binding import Binder
 from pgraph.backends.numpy.blas import blas_threads
 from pgraph.backends.numpy.compare import MIN_COSINE, Check, Comparison, all_checks, checks_for, compare
@@ -55,7 +56,8 @@ def memory_estimate(program: ir.Program, layers: int) -> int:
     return total + 2 * 8 * largest
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Execution:
     """One executed order: output, final f32 residual, races, fault, comparison, wall time."""
 
@@ -76,7 +78,8 @@ class Execution:
         return not self.races and self.fault is None and self.comparison is not None and self.comparison.ok
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Session:
     """A planned spec with its inputs and reference output."""
 
@@ -189,7 +192,8 @@ class Session:
         return NoiseFloor(self.compare(wide.out, self.golden.out), self.compare(wide.residual, self.golden.residual))
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class NoiseFloor:
     """Comparisons of the f64-projection reference with the f32 reference: bf16 `out`, f32 residual."""
 

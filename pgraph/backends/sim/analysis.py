@@ -27,6 +27,8 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
+
 from .cost import CostModel
 from .engine import Result
 from .records import Shape
@@ -55,7 +57,8 @@ class ZeroIdle:
         return max(0.0, self.upto(b) - self.upto(a)) if b > a else 0.0
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Waits:
     """The four waits of one task (µs)."""
 

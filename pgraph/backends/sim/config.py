@@ -15,12 +15,15 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
+
 
 class ConfigError(Exception):
     """A timing file or `--set` override that names an unknown figure or has a bad value."""
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Figure:
     """One figure of the TOML: its value and where it comes from (a measurement, a derivation, an assumption)."""
 
@@ -78,7 +81,8 @@ def _check_value(name: str, value: Any) -> None:
         raise ConfigError(f"{name} must not be negative, got {value}")
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class SimConfig:
     """Every figure by `section.key`; typed accessors for the engine.
 

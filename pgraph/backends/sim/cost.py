@@ -20,6 +20,8 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
+
 from .config import ConfigError, SimConfig
 from .records import Shape, TaskRecord
 
@@ -27,7 +29,8 @@ from .records import Shape, TaskRecord
 CORES_PER_BLOCK = {Shape.AIC: 1, Shape.AIV: 1, Shape.MIX: 3}
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class BlockCost:
     """What one block of a task needs: HBM bytes, a compute floor, a bandwidth cap (or a fixed duration).
 

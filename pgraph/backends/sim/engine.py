@@ -42,6 +42,8 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
+
 from .config import SimConfig
 from .cost import CostModel
 from .hbm import Hbm
@@ -57,7 +59,8 @@ DRAIN_KINDS = {Shape.MIX: ("aic", "aiv"), Shape.AIC: ("aic",), Shape.AIV: ("aiv"
 ORCH, START, MEM, END, PHASE_C, PHASE_D, WAKE = range(7)
 
 
-@attrs.define(slots=True, eq=False)
+@records.shared_repr
+@attrs.define(slots=True, eq=False, repr=False)
 class Block:
     """One SPMD block on its core(s)."""
 
@@ -78,7 +81,8 @@ class Block:
     started: bool = False
 
 
-@attrs.define(slots=True, eq=False)
+@records.shared_repr
+@attrs.define(slots=True, eq=False, repr=False)
 class TaskState:
     """Run-time state and timeline of one task (µs)."""
 
@@ -108,7 +112,8 @@ class TaskState:
     blocks: list[Block] = attrs.Factory(list)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Stall:
     """No event can fire and work remains: what waits on what, and who holds which resource."""
 
@@ -118,7 +123,8 @@ class Stall:
     details: tuple[str, ...]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Result:
     """A finished (or stalled) run: timelines per task and block, core busy spans, thread phases."""
 

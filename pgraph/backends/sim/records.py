@@ -10,6 +10,8 @@ import enum
 
 import attrs
 
+from pgraph import records
+
 
 class Shape(enum.StrEnum):
     """simpler `PTO2ResourceShape` plus the two kernel-less kinds the orchestrator submits.
@@ -31,7 +33,8 @@ class Shape(enum.StrEnum):
 RETAIN_PROVENANCE = frozenset({"explicit", "carried", "creator"})
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class Producer:
     """One WAIT edge into a task: the producer's record id and the edge's provenance set."""
 
@@ -44,7 +47,8 @@ class Producer:
         return any(p in RETAIN_PROVENANCE for p in self.provenance)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class TaskRecord:
     """One submitted task in submit order.
 
@@ -97,7 +101,8 @@ class TaskRecord:
         return self.shape in (Shape.AIC, Shape.AIV, Shape.MIX)
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class ScopeRecord:
     """One runtime scope instance (`PTO2_SCOPE`): its ring, parent and when it closes.
 
@@ -113,7 +118,8 @@ class ScopeRecord:
     label: str = ""
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False)
 class SimGraph:
     """What one simulation runs: tasks in submit order, scope instances, the layer count."""
 
