@@ -103,9 +103,11 @@ class EarlyDispatchPass(Pass):
             if inst.kind is TaskKind.ALLOC or not _scope_of_report(plan, inst):
                 continue
             state, blocking = status[inst.id]
-            row = table.setdefault(inst.dispatch, {"dispatch": inst.dispatch, "states": defaultdict(int),
-                                                   "blocked_by": set(), "early": flagged(plan, inst),
-                                                   "order": plan.program.dispatch(inst.dispatch).order})
+            row = table.get(inst.dispatch)
+            if row is None:
+                row = table[inst.dispatch] = {"dispatch": inst.dispatch, "states": defaultdict(int),
+                                              "blocked_by": set(), "early": flagged(plan, inst),
+                                              "order": plan.program.dispatch(inst.dispatch).order}
             row["states"][state] += layer_share(plan, inst)  # the real tasks a window copy stands for
             for u in blocking:
                 row["blocked_by"].add(g.instances[u].dispatch)
