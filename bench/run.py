@@ -76,12 +76,32 @@ def compile_bytecode() -> str:
     return "pgraph's bytecode compiled first (`compileall`)" if ok else "bytecode compilation failed"
 
 
-def measure(argv: list[str], runs: int) -> dict[str, Any]:
-    """Medians (and extremes) of `runs` runs of one command."""
-    rows = [child(argv) for _ in range(runs)]
+def summary(rows: list[tuple[float, float, float, int]]) -> dict[str, Any]:
+    """Medians (and extremes) of the runs `rows` ((wall, cpu, rss, exit code) each) of one command."""
     walls, cpus, rss, codes = zip(*rows)
-    return {"runs": runs, "wall": statistics.median(walls), "wall_min": min(walls), "wall_max": max(walls),
+    return {"runs": len(rows), "wall": statistics.median(walls), "wall_min": min(walls), "wall_max": max(walls),
             "cpu": statistics.median(cpus), "rss": max(rss), "codes": sorted(set(codes))}
+
+
+def measure(argv: list[str], runs: int) -> dict[str, Any]:
+    """Medians (and extremes) of `runs` consecutive runs of one command."""
+    return summary([child(argv) for _ in range(runs)])
+
+
+def measure_rounds(commands: dict[str, list[str]], runs: int, log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """`measure` of every command, interleaved: `runs` rounds, each running every command once in
+    order. This machine's speed drifts by tens of percent over minutes (other jobs on the host),
+    so every command's median spans the whole bench and the ratios between rows (pgraph over the
+    networkx baseline, 640 layers over 40) compare runs made under the same conditions."""
+    samples: dict[str, list[tuple[float, float, float, int]]] = {key: [] for key in commands}
+    for r in range(runs):
+        log(f"  round {r + 1} of {runs}")
+        for key, argv in commands.items():
+            samples[key].append(child(argv))
+    out = {key: summary(rows) for key, rows in samples.items()}
+    for key, row in out.items():
+        log(f"  {key}: wall {row['wall']:.3f} s, cpu {row['cpu']:.3f} s, {row['rss']:.0f} MiB")
+    return out
 
 
 def pgraph_argv(*args: str) -> list[str]:
@@ -223,40 +243,34 @@ def run_all(runs: int, full: bool, log: Callable[[str], None]) -> dict[str, Any]
     res: dict[str, Any] = {"machine": f"{machine_line()}, {compile_bytecode()}", "runs": runs, "rows": {},
                            "stages": {}}
     rows = res["rows"]
-
-    def row(key: str, argv: list[str], n: int = runs) -> None:
-        log(f"  {key} ...")
-        rows[key] = measure(argv, n)
-        log(f"    wall {rows[key]['wall']:.3f} s, cpu {rows[key]['cpu']:.3f} s, {rows[key]['rss']:.0f} MiB")
-
-    log("start-up")
-    row("python3 -c pass", [sys.executable, "-c", "pass"])
-    row("python3 -c 'import pgraph.cli'", [sys.executable, "-c", "import pgraph.cli"])
-    log("decode spec")
+    commands: dict[str, list[str]] = {
+        "python3 -c pass": [sys.executable, "-c", "pass"],
+        "python3 -c 'import pgraph.cli'": [sys.executable, "-c", "import pgraph.cli"],
+    }
     for n in DECODE_LAYERS:
-        row(f"decode plan --layers {n}", pgraph_argv("plan", DECODE, "--layers", str(n)))
-    row("decode check", pgraph_argv("check", DECODE))
-    row("decode plan --full", pgraph_argv("plan", DECODE, "--full"))
-    log("prefill specs")
+        commands[f"decode plan --layers {n}"] = pgraph_argv("plan", DECODE, "--layers", str(n))
+    commands["decode check"] = pgraph_argv("check", DECODE)
+    commands["decode plan --full"] = pgraph_argv("plan", DECODE, "--full")
     for name, spec in (("prefill_31k", P31), ("prefill_351k", P351)):
-        row(f"{name} check", pgraph_argv("check", spec))
-        row(f"{name} plan --format json", pgraph_argv("plan", spec, "--format", "json"))
+        commands[f"{name} check"] = pgraph_argv("check", spec)
+        commands[f"{name} plan --format json"] = pgraph_argv("plan", spec, "--format", "json")
         if full:
-            row(f"{name} check --full", pgraph_argv("check", spec, "--full"))
-    log("stress specs")
+            commands[f"{name} check --full"] = pgraph_argv("check", spec, "--full")
     for name in ("stress_writers_20k", "stress_dummies_20k", "stress_chain_5k"):
-        row(f"{name} plan", pgraph_argv("plan", f"bench/specs/{name}.pgl"))
-    log("networkx baseline")
+        commands[f"{name} plan"] = pgraph_argv("plan", f"bench/specs/{name}.pgl")
     with tempfile.TemporaryDirectory() as tmp:
         edges = str(Path(tmp) / "edges.i32")
+        log("networkx baseline: exporting the --full prefill_351k edges")
         subprocess.run([sys.executable, str(Path(__file__).resolve()), "--export-edges", P351, edges], check=True,
                        cwd=ROOT, timeout=1800)
-        row("networkx baseline (prefill_351k --full DAG)", [sys.executable, str(Path(__file__).resolve()),
-                                                            "--nx-baseline", edges])
+        commands["networkx baseline (prefill_351k --full DAG)"] = [sys.executable, str(Path(__file__).resolve()),
+                                                                   "--nx-baseline", edges]
         probe = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--nx-baseline", edges],
                                capture_output=True, text=True, cwd=ROOT, timeout=900)
         n, e, _, longest = (int(x) for x in probe.stdout.split())
         res["baseline_graph"] = {"nodes": n, "edges": e, "longest_path": longest}
+        log(f"commands, {runs} interleaved rounds")
+        rows.update(measure_rounds(commands, runs, log))
     log("stages")
     cases = [("decode, 40 layers", DECODE, False, None), ("decode, 640 layers", DECODE, False, 640),
              ("decode, 40 layers, --full", DECODE, True, None),
@@ -281,7 +295,8 @@ def render(res: dict[str, Any]) -> str:
     bg = res["baseline_graph"]
     out = [BEGIN, "", "## Planner at scale (`bench/run.py`)", "",
            f"Machine: {res['machine']}. Written by `python3 bench/run.py`; every figure below comes from that run "
-           f"(medians of {res['runs']} whole-process runs, each a child process with its output discarded; "
+           f"(medians of {res['runs']} whole-process runs, each a child process with its output discarded, made in "
+           f"{res['runs']} rounds that run every command once, so that each median spans the whole bench; "
            "CPU is user + system time of the child, peak RSS its own maximum resident set).", "",
            f"The networkx baseline builds the `--full` prefill_351k DAG ({bg['nodes']:,} nodes, {bg['edges']:,} edges) "
            f"from an edge list, sorts it and finds the longest path ({bg['longest_path']:,} nodes): "
