@@ -269,8 +269,11 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
     for name, named in by_name.items():
         rank = len(named[0][2])
         if numpy or (numpy is None and len(named) >= threshold):
-            vectored.append(_numpy_pairs(named, rank))
-            continue
+            try:
+                vectored.append(_numpy_pairs(named, rank))
+                continue
+            except OverflowError:  # a coordinate past int64 (a huge tensor): the sweep's exact ints
+                pass
         if rank == 0:  # every touch covers the one element
             items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, kind, box, _ in named]
         else:

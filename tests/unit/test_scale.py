@@ -123,6 +123,19 @@ def test_numpy_pairs_find_exactly_the_overlapping_conflicting_pairs(touches) -> 
         races_module._CHUNK = chunk
 
 
+def test_numpy_pairs_past_int64_fall_back_to_the_sweep() -> None:
+    """A box coordinate past int64 (a tensor of 2**70 rows) cannot go into a NumPy array: the
+    sweep pairs that name instead, with the same answer as every pair tested."""
+    big = 2**70
+
+    class _Huge:
+        tensors = {"h": _T((2 * big, 4))}
+
+    touches = [(0, AccessKind.WRITE, ((big, big + 8), (0, 4)), "h"), (1, AccessKind.READ, ((big + 4, big + 6), (0, 2)), "h"),
+               (2, AccessKind.READ, ((0, 8), (0, 4)), "h")]
+    assert conflicting_pairs(touches, _Huge(), numpy=True) == {(0, 1)}  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("numpy", [False, True])
 def test_sweep_rank0_tensor(numpy: bool) -> None:
     touches = [(0, AccessKind.WRITE, (), "s"), (1, AccessKind.READ, (), "s"), (2, AccessKind.READ, (), "s")]
