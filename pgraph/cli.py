@@ -48,14 +48,20 @@ def _allow_outside(p: argparse.ArgumentParser, top: bool = False) -> None:
                    default=False if top else argparse.SUPPRESS, help=ALLOW_OUTSIDE_HELP)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _spec(p: argparse.ArgumentParser, config_metavar: str = "NAME|FILE.pgl",
+          config_help: str = "constant overrides (see `plan --config`)") -> None:
+    """The spec argument and its constant overrides (every command that reads one spec)."""
     p.add_argument("spec", help="the .pgl file")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant before folding (repeatable)")
-    p.add_argument("--config", metavar="NAME|FILE.pgl",
-                   help="constant overrides from a .pgl file of `const` lines (a bare name is <spec dir>/configs/NAME.pgl)")
+    p.add_argument("--config", metavar=config_metavar, help=config_help)
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
     _allow_outside(p)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    _spec(p, config_help="constant overrides from a .pgl file of `const` lines (a bare name is "
+                         "<spec dir>/configs/NAME.pgl)")
     p.add_argument("--full", action="store_true",
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
@@ -87,12 +93,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
                                      "against the dense reference")
     if want("run"):
-        run.add_argument("spec", help="the .pgl file")
-        run.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant before folding (repeatable)")
-        run.add_argument("--config", metavar="small|full|FILE.pgl", help="constant overrides (see `plan --config`)")
-        run.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        _allow_outside(run)
+        _spec(run, config_metavar="small|full|FILE.pgl")
         run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
         run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
         run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
@@ -121,12 +122,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
                                      "a swimlane trace, comparisons, stalls")
     if want("sim"):
-        sim.add_argument("spec", help="the .pgl file")
-        sim.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant before folding (repeatable)")
-        sim.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
-        sim.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        _allow_outside(sim)
+        _spec(sim)
         from pgraph.commands.sim_options import add_arguments as add_sim_arguments
 
         add_sim_arguments(sim)

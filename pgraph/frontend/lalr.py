@@ -312,29 +312,25 @@ class Driver:
         return _Node(method(meta, args) if with_meta else method(args), meta, height + 1)
 
 
+def _positioned(children: Any) -> Any:
+    """Lark's `_pp_get_meta`: the first child with a position (a token, or a non-empty node's Meta)."""
+    for c in children:
+        if c.__class__ is Token:
+            return c
+        if not c.meta.empty:
+            return c.meta
+    return None
+
+
 def _propagate(meta: Meta, children: list[Any]) -> None:
     """Lark's PropagatePositions on `meta` from the unfiltered `children`: a node starts where
     its first child with a position starts (a token, or a non-empty node's container) and ends
     where its last one ends; a node that has a position keeps it and only widens its container.
     (Lark sets the start and the end together, so `empty` says whether both are set.)"""
-    first: Any = None
-    last: Any = None
-    for c in children:
-        if c.__class__ is Token:
-            first = c
-            break
-        if not c.meta.empty:
-            first = c.meta
-            break
+    first = _positioned(children)
     if first is None:
         return
-    for c in reversed(children):
-        if c.__class__ is Token:
-            last = c
-            break
-        if not c.meta.empty:
-            last = c.meta
-            break
+    last = _positioned(reversed(children))
     if first.__class__ is Token:
         line, column, start = first.line, first.column, first.start_pos
     else:
