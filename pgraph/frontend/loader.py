@@ -170,6 +170,10 @@ class _Loader:
             self.include(file, item, stack)
 
     def include(self, file: SourceFile, item: ast.Include, stack: tuple[tuple[Path, Span], ...]) -> None:
+        if not item.path.strip():
+            self.bag.add("PG005", "an include names no file (the path is empty)", item.span,
+                         hint='write the file to include, e.g. `include "qwen3_14b.pgl"`, or drop the line')
+            return
         base = file.path.parent if file.path else Path.cwd()
         target = real_path(base / item.path)
         open_paths = [p for p, _ in stack]

@@ -405,5 +405,8 @@ def describe(err: UnexpectedInput, terminals: Iterable[Any], source: str | None 
         mean = f" (did you mean '{guess}'?)" if guess else ""
         return f"unexpected {found}{mean}; expected one of: {listed}"
     if isinstance(err, UnexpectedCharacters):
-        return f"unexpected character '{err.char}'"
+        ch = err.char
+        if not ch.isprintable():  # a control character (NUL, vertical tab) would not show on a terminal
+            return f"unexpected character U+{ord(ch):04X} ('{ch.encode('unicode_escape').decode('ascii')}')"
+        return f"unexpected character '{ch}'"
     return "unexpected end of file"

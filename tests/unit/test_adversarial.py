@@ -125,6 +125,16 @@ def test_long_include_chain_is_pg005(tmp_path: Path) -> None:
     assert codes(tmp_path / "f0.pgl") == ["PG005"]
 
 
+@pytest.mark.parametrize("path", ["", "   "])
+def test_empty_include_path_is_pg005(tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str) -> None:
+    """`include ""` was reported as "cannot read included file '': Is a directory" (it named the
+    including file's folder)."""
+    spec_path = spec(tmp_path, f'include "{path}"\n' + CLEAN)
+    code, _, err = cli(capsys, "check", str(spec_path))
+    assert code == 1 and "error[PG005 include-not-found]" in err and "names no file" in err, err
+    assert "directory" not in err
+
+
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 def test_including_an_endless_file_is_pg005(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`include "/dev/zero"` read forever (and grew memory without bound). It is outside the

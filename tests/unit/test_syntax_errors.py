@@ -180,3 +180,15 @@ def test_renamed_examples_keep_their_entry_message(index: int, text: str) -> Non
     if parse_source(SourceFile("<test>", variant), bag) is not None:
         pytest.skip("renaming made it valid")  # e.g. a misspelt dtype renamed into a name
     assert bag.items[0].message.startswith(entry.message + " ("), (variant, bag.items[0].message)
+
+
+@pytest.mark.parametrize(("char", "code"), [("\v", "U+000B"), ("\x00", "U+0000"), ("\x1b", "U+001B")])
+def test_control_character_is_named(char: str, code: str) -> None:
+    """A control character would print invisibly (or move the terminal's cursor): the message
+    names its code point and escape instead of the raw character."""
+    diag = pg001(f"entry e {{{char}}}\n")
+    assert code in diag.message and char not in diag.message, diag.message
+
+
+def test_printable_character_is_shown() -> None:
+    assert "unexpected character '$'" in pg001("entry e { $ }\n").message
