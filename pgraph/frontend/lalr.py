@@ -4,7 +4,7 @@ Lark is the grammar's parser generator and the parser of record: it builds the t
 text this driver does not accept is parsed again by Lark itself, whose exception the syntax
 diagnostics are made from (`pgraph.frontend.parser`). This module only makes the common case,
 a valid spec, cheap in a fresh process: importing Lark, loading its saved parser and compiling
-the contextual lexer's 78 scanners cost ~0.1 s before the first token, and Lark's parse-tree
+the contextual lexer's scanners (78 of its 128 for the decode spec) cost ~0.1 s before the first token, and Lark's parse-tree
 layers another ~20 µs per token. Here the tables are plain data (`grammar/pgl.tables`, written
 by `python3 -m pgraph.frontend.parser` from Lark's own objects: its LALR states, rules, child
 filters and each state's lexer terminals) and the driver calls the AST builder's rule methods
