@@ -140,6 +140,20 @@ DECLARED = frozenset({Provenance.EXPLICIT, Provenance.CARRIED})
 #: Provenances whose edges the runtime waits on (every edge carries DEP_WAIT).
 WAIT = frozenset({Provenance.EXPLICIT, Provenance.CARRIED, Provenance.INFERRED, Provenance.CREATOR})
 
+
+class _ProvenanceFlags(dict[frozenset[Provenance], tuple[bool, bool, bool]]):
+    """provenance set -> (declared, waited on, inferred), each distinct set classified once."""
+
+    def __missing__(self, prov: frozenset[Provenance]) -> tuple[bool, bool, bool]:
+        flags = self[prov] = (bool(prov & DECLARED), not prov.isdisjoint(WAIT), Provenance.INFERRED in prov)
+        return flags
+
+
+#: An edge's provenance set is one of a handful of shared objects (`instances._provenance_set`),
+#: so the passes over a --full prefill's 1.5 million edges look its flags up here instead of
+#: intersecting sets per edge: `PROVENANCE_FLAGS[prov]` is (declared, waited on, inferred).
+PROVENANCE_FLAGS = _ProvenanceFlags()
+
 #: The accesses a parameter direction implies when the task states none.
 DIRECTION_ACCESSES: dict[Direction, tuple[AccessKind, ...]] = {
     Direction.IN: (AccessKind.READ,),

@@ -140,25 +140,11 @@ def _tiles_fast(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
     by_key, succ, pred = g.by_key, g.succ, g.pred
     me, span = inst.id, dep.span
     mine = pred[me]
-    if count == 1:  # one tile (`rms[t]`): no product, nothing to fold
-        dname, index = tmap[tuple(r.start for r in ranges)]
-        pk = (dname, d.name, inst.iters)
-        piters = fast.get(pk, _MISSING)
-        if piters is _MISSING:
-            piters = fast[pk] = producer_iters(ex, ex.p.dispatch(dname), iters_by_loop)
-        node = None if piters is None else by_key.get((dname, piters, index))
-        if node is None:
-            return True
-        if node in mine:
-            g.add_edge(node, me, Provenance.EXPLICIT, span)
-        else:
-            data = {"prov": _EXPLICIT_ONLY, "entries": 1, "span": span}
-            succ[node][me] = data
-            mine[node] = data
-        return True
-    seen: set[int] | None = set() if per_task else None
+    # one tile (`rms[t]`): no product, nothing to fold
+    coords = [tuple(r.start for r in ranges)] if count == 1 else itertools.product(*ranges)
+    seen: set[int] | None = set() if per_task and count > 1 else None
     producers: dict[str, Any] = {}  # producer dispatch -> its iterations (per call: few dispatches)
-    for coord in itertools.product(*ranges):
+    for coord in coords:
         dname, index = tmap[coord]
         piters = producers.get(dname, _MISSING)
         if piters is _MISSING:

@@ -91,6 +91,12 @@ def save_parser(path: Path) -> None:
 
 
 @functools.cache
+def _fast_driver() -> lalr.Driver | None:
+    """The start-up driver of the installed grammar (read and digested once per process)."""
+    return lalr.driver(grammar_digest(_grammar_text()))
+
+
+@functools.cache
 def parser() -> lark.Lark:
     """The one LALR parser (loaded from the saved tables, or built once per process)."""
     text = _grammar_text()
@@ -523,7 +529,7 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
     A valid text is parsed by the start-up driver (`lalr`, no Lark import); any text the
     driver does not accept is parsed by Lark, whose result or error is the answer.
     """
-    fast = lalr.driver(grammar_digest(_grammar_text()))
+    fast = _fast_driver()
     if fast is not None:
         try:
             return fast.parse(file.text, _ToAst(file), MAX_NESTING)  # type: ignore[no-any-return]

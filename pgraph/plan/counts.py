@@ -9,7 +9,7 @@ import attrs
 
 from pgraph import records
 from pgraph.ir.instances import Instance
-from pgraph.kinds import DECLARED, Provenance, TaskKind
+from pgraph.kinds import DECLARED, PROVENANCE_FLAGS, Provenance, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
@@ -103,24 +103,19 @@ class CountsPass(Pass):
                 else:
                     target["tasks"] += weight
                     target["blocks"] += weight * inst.blocks
-        # per consumer: its declared edges, their duplicate entries and its inferred edges, each
-        # provenance set (one shared object per distinct set) classified once
-        kinds: dict[int, tuple[bool, bool]] = {}
+        # per consumer: its declared edges, their duplicate entries and its inferred edges
         for v, preds in g.pred.items():
             got = chosen.get(v)
             if got is None or not preds:
                 continue
             explicit = extra = inferred = 0
             for data in preds.values():
-                prov = data["prov"]
-                kind = kinds.get(id(prov))
-                if kind is None:
-                    kind = kinds[id(prov)] = (bool(prov & DECLARED), Provenance.INFERRED in prov)
-                if kind[0]:
+                declared, _, is_inferred = PROVENANCE_FLAGS[data["prov"]]
+                if declared:
                     explicit += 1
                     if data["entries"] > 1:
                         extra += data["entries"] - 1
-                if kind[1]:
+                if is_inferred:
                     inferred += 1
             w, row, lrow, lw = got
             for target, weight in ((whole, w), (row, w), (layer, lw), (lrow, lw)):

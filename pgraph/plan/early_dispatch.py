@@ -19,7 +19,7 @@ import attrs
 from pgraph import records
 from pgraph.diagnostics import Edit, Fix, Note, Severity
 from pgraph.ir.instances import Instance
-from pgraph.kinds import WAIT, Flag, Provenance, TaskKind
+from pgraph.kinds import PROVENANCE_FLAGS, WAIT, Flag, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
@@ -131,7 +131,6 @@ class EarlyDispatchPass(Pass):
                      for inst in instances]
         status: dict[int, tuple[EarlyState, list[int]]] = {}
         alloc = [inst.kind is TaskKind.ALLOC for inst in instances]
-        waits: dict[frozenset[Provenance], bool] = {}  # per distinct provenance set (shared objects)
         for inst in instances:
             if inst.kind is TaskKind.ALLOC:
                 continue
@@ -140,11 +139,7 @@ class EarlyDispatchPass(Pass):
                 continue
             prods = []
             for u, data in g.pred[inst.id].items():
-                prov = data["prov"]
-                wait = waits.get(prov)
-                if wait is None:
-                    wait = waits[prov] = not prov.isdisjoint(WAIT)
-                if wait and not alloc[u]:
+                if PROVENANCE_FLAGS[data["prov"]][1] and not alloc[u]:
                     prods.append(u)
             prods.sort()
             if not prods:
@@ -186,7 +181,6 @@ class EarlyDispatchPass(Pass):
         p = plan.program
         consumers: dict[str, set[str]] = defaultdict(set)
         useful: set[str] = set()
-        waits: dict[frozenset[Provenance], bool] = {}  # per distinct provenance set (shared objects)
         instances = g.instances
         for u, adj in g.succ.items():
             iu = instances[u]
@@ -194,11 +188,7 @@ class EarlyDispatchPass(Pass):
                 continue
             targets = consumers[iu.dispatch]
             for v, data in adj.items():
-                prov = data["prov"]
-                wait = waits.get(prov)
-                if wait is None:
-                    wait = waits[prov] = not prov.isdisjoint(WAIT)
-                if not wait:
+                if not PROVENANCE_FLAGS[data["prov"]][1]:
                     continue
                 targets.add(instances[v].dispatch)
                 got = status.get(v)

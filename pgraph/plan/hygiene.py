@@ -8,7 +8,7 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import Note
-from pgraph.kinds import DECLARED, AccessKind, CarryKind, Storage, TaskKind
+from pgraph.kinds import PROVENANCE_FLAGS, AccessKind, CarryKind, Storage, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 from pgraph.plan.reach import Reach
 
@@ -73,16 +73,8 @@ class ExplicitEdges(Fact):
 def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
     if plan.has(ExplicitEdges):
         return plan.get(ExplicitEdges).edges
-    declared: dict[frozenset[object], bool] = {}  # per distinct provenance set (a handful, shared)
-    out = []
-    for u, adj in plan.graph.succ.items():
-        for v, data in adj.items():
-            prov = data["prov"]
-            hit = declared.get(prov)
-            if hit is None:
-                hit = declared[prov] = bool(prov & DECLARED)
-            if hit:
-                out.append((u, v))
+    out = [(u, v) for u, adj in plan.graph.succ.items() for v, data in adj.items()
+           if PROVENANCE_FLAGS[data["prov"]][0]]
     plan.put(ExplicitEdges(out))
     return out
 
