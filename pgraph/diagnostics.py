@@ -20,8 +20,8 @@ class Severity(enum.Enum):
     NOTE = "note"
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Rule:
     """A stable diagnostic code: `PG###`, a kebab-case slug and a default severity."""
 
@@ -110,8 +110,8 @@ RULES: dict[str, Rule] = _rules(
 )
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Note:
     """A secondary message, optionally pointing at another span."""
 
@@ -119,8 +119,8 @@ class Note:
     span: Span | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Edit:
     """Replace the text of `span` (end exclusive; an empty span inserts) with `text`."""
 
@@ -140,8 +140,8 @@ class Edit:
         return cls(attrs.evolve(span, col=col), "")
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Fix:
     """The edits that carry out a diagnostic's hint, where the hint is mechanical (rustc's
     machine-applicable suggestion): applied to the sources, they remove the diagnostic."""
@@ -149,8 +149,8 @@ class Fix:
     edits: tuple[Edit, ...]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Diagnostic:
     """One finding: code, message, primary span, notes, a fix hint and, where the hint is
     mechanical, the `fix` that applies it."""

@@ -129,8 +129,8 @@ def check_order(passes: tuple[Pass, ...]) -> None:
 check_order((*EXPANSION_CHECKS, *PASSES))
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Options:
     """Compile options: constant overrides, a config file, a layer count, full expansion, verification,
     and whether includes and the config file may lie outside the spec's project root
@@ -144,8 +144,8 @@ class Options:
     allow_include_outside: bool = False
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Stopped:
     """What `run_until` reached: the loaded AST, the Program, the instance graph, the Plan (or None)."""
 

@@ -1,16 +1,25 @@
-"""One shared `__repr__` for pgraph's attrs classes: `@records.shared_repr` over `repr=False`.
+"""Shared generated methods for pgraph's attrs classes: `@records.shared_repr` over
+`repr=False`, `@records.value` over `repr=False, eq=False`.
 
-attrs compiles each class's generated methods when the class is created, at import time, and
-its `__repr__` is a compile of its own: for the ~160 attrs classes pgraph defines that is
-~20 ms of every process's start (the decode rows of `bench/run.py`, docs/performance.md).
-So the classes are declared `@attrs.frozen(repr=False)` (or `define`), and
-`@records.shared_repr` above it gives them `attrs_repr`, which prints what attrs' own repr
-would (`Name(field=value, ...)`, fields with `repr=False` left out). Everything else is plain
-attrs: fields, equality, hashing, `attrs.evolve`, `attrs.fields`, mypy's attrs plugin.
+attrs compiles each class's generated methods when the class is created, at import time: its
+`__repr__` is a compile of its own, `__eq__` and `__hash__` another, for the ~160 attrs
+classes pgraph defines ~20 ms and ~20 ms of every process's start (the decode rows of
+`bench/run.py`, docs/performance.md). So:
+- every class is declared `repr=False` and `@records.shared_repr` above it gives it
+  `attrs_repr`, which prints what attrs' own repr would (`Name(field=value, ...)`, fields with
+  `repr=False` left out);
+- the frozen classes made a few times per declaration (the AST, the lowered program) are
+  declared `@attrs.frozen(repr=False, eq=False)` under `@records.value`, which gives them that
+  repr and the equality and hash attrs would generate (`attrs_eq`, `attrs_hash`), read from the
+  class's own `attrs.fields`. They cost ~0.15 µs more per comparison than attrs' compiled
+  ones, so the classes made per task or per box (instances, regions, expressions) keep attrs'.
+Everything else is plain attrs: fields, validators, `__init__`, slots, `attrs.evolve`,
+`attrs.fields`, mypy's attrs plugin.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any, TypeVar
 
 import attrs
@@ -35,3 +44,50 @@ def shared_repr(cls: _C) -> _C:
     if "__repr__" not in cls.__dict__:
         cls.__repr__ = attrs_repr  # type: ignore[assignment]
     return cls
+
+
+def attrs_eq(self: Any, other: Any) -> Any:
+    """attrs' generated `__eq__`: NotImplemented for another class, else whether the fields that
+    take part in equality (`eq=True`, all by default) are equal, in order."""
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    key = self.__record_eq__
+    return key(self) == key(other)
+
+
+def attrs_hash(self: Any) -> int:
+    """attrs' generated `__hash__` for a frozen class: the hash of the class's salt and the
+    fields that take part in hashing (`hash=True`, or `None` and `eq=True`)."""
+    return hash((self.__record_salt__, self.__record_hash__(self)))
+
+
+def _getter(names: list[str]) -> Any:
+    """The tuple of the fields `names` of an instance (C code: operator.attrgetter)."""
+    if not names:
+        return lambda _self: ()
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda self: (one(self),)
+    return operator.attrgetter(*names)
+
+
+def value(cls: _C) -> _C:
+    """A frozen attrs class declared with `repr=False, eq=False`: `attrs_repr`, `attrs_eq` and
+    `attrs_hash` installed, so that it compares, hashes and prints as `@attrs.frozen` would.
+
+    Raises TypeError on a class that is not a frozen attrs class declared with `eq=False`, or
+    with a field whose equality has a custom key (`eq=callable`, not reproduced here).
+    """
+    record: Any = cls  # (attrs.has narrows its argument's type)
+    if not attrs.has(record) or "__eq__" in cls.__dict__ or "__setattr__" not in cls.__dict__:
+        raise TypeError(f"records.value: {cls.__name__} must be @attrs.frozen(repr=False, eq=False)")
+    fields = attrs.fields(record)
+    if any(f.eq_key is not None for f in fields):
+        raise TypeError(f"records.value: {cls.__name__} has a field with an equality key")
+    cls.__record_eq__ = staticmethod(_getter([f.name for f in fields if f.eq]))  # type: ignore[attr-defined]
+    cls.__record_hash__ = staticmethod(_getter(  # type: ignore[attr-defined]
+        [f.name for f in fields if (f.eq if f.hash is None else f.hash)]))
+    cls.__record_salt__ = cls.__qualname__  # type: ignore[attr-defined]
+    cls.__eq__ = attrs_eq  # type: ignore[assignment]
+    cls.__hash__ = attrs_hash  # type: ignore[assignment]
+    return shared_repr(cls)

@@ -12,8 +12,8 @@ from pgraph.source import Span
 # ---- regions, deps ----------------------------------------------------------------
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Slice:
     """One dimension of a region: `:` (ALL), `a` (INDEX), `a:b` (RANGE) or `a +: n` (EXTENT)."""
 
@@ -23,8 +23,8 @@ class Slice:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Region:
     """`tensor[slices]`, optionally `indirect(index tensors)` (a may-overlap bounding box).
 
@@ -37,8 +37,8 @@ class Region:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Sel:
     """One axis of a dep's logical-tile selection: `*` (ALL), `a`, `a..b` (RANGE) or `a +: n`."""
 
@@ -48,8 +48,8 @@ class Sel:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Dep:
     """`name` or `name[sel, ...]`: the logical tiles (or carry/TaskId slot) waited on."""
 
@@ -58,8 +58,8 @@ class Dep:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Axis:
     """`var in lo..hi` (half-open)."""
 
@@ -72,8 +72,8 @@ class Axis:
 # ---- task bodies -------------------------------------------------------------------
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Let:
     """`let name = expr`."""
 
@@ -82,8 +82,8 @@ class Let:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Access:
     """`reads|writes|atomic_add region, ...`: per-block regions touched by the task."""
 
@@ -92,8 +92,8 @@ class Access:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ItemLoop:
     """`for it in lo..hi { ... }` inside a task: the union of its accesses over `it`."""
 
@@ -102,8 +102,8 @@ class ItemLoop:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Call:
     """`call kernel(args)` or `call table[index](args)`: each arg is an expression (scalar/bare
     tensor) or a Region; `index` selects the kernel of a `kernels` table per task."""
@@ -114,8 +114,8 @@ class Call:
     index: Expr | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Untouched:
     """`untouched a, b`: tensors the kernel is passed but neither reads nor writes."""
 
@@ -123,8 +123,8 @@ class Untouched:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Wave:
     """`wave name axes : parallel|spmd(axes) flags deps` inside a `tiles` declaration.
 
@@ -146,8 +146,8 @@ class Wave:
 BodyItem = Let | Access | Untouched | ItemLoop | Call | Wave
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Task:
     """`at|spmd|parallel|dummy|tiles name[axes] flags deps { body }`.
 
@@ -171,8 +171,8 @@ class Task:
 # ---- statements --------------------------------------------------------------------
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Include:
     """`include "file.pgl"`, relative to the including file."""
 
@@ -180,8 +180,8 @@ class Include:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Const:
     """`const NAME = expr`, overridable with -D."""
 
@@ -190,8 +190,8 @@ class Const:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Assert:
     """`assert expr, "message"`, checked on the folded constants."""
 
@@ -200,8 +200,8 @@ class Assert:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TensorDecl:
     """`tensor name : dtype[shape] [external]`; `runtime[d]` marks a dimension written
     `runtime EXPR` (read at run time, EXPR the planning value); () when none is."""
@@ -214,8 +214,8 @@ class TensorDecl:
     runtime: tuple[bool, ...] = ()
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ScalarDecl:
     """`scalar name : dtype [external]` (an orchestration scalar argument)."""
 
@@ -225,8 +225,8 @@ class ScalarDecl:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ViewDecl:
     """`view name = base as [shape]`: a row-major reshape of `base`."""
 
@@ -236,8 +236,8 @@ class ViewDecl:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Param:
     """A kernel parameter: direction in/out/inout/atomic_add, or SCALAR."""
 
@@ -248,8 +248,8 @@ class Param:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class KernelDecl:
     """`[extern] kernel name core [source "path"] [includes "dir", ...] (params)`."""
 
@@ -262,8 +262,8 @@ class KernelDecl:
     includes: tuple[str, ...] = ()
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class KernelAlias:
     """`kernel B, C = A [source "path"]`: kernels sharing A's core and parameters (one body,
     separate func ids and sources); `name_spans` gives where each new name is written."""
@@ -275,8 +275,8 @@ class KernelAlias:
     name_spans: tuple[Span, ...] = ()
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class KernelTable:
     """`kernels T = [A, B, ...]`: kernels a call selects per task with `call T[index](...)`."""
 
@@ -285,8 +285,8 @@ class KernelTable:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Block:
     """A `{ ... }` statement list."""
 
@@ -294,8 +294,8 @@ class Block:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ScopeStmt:
     """`auto|manual scope [ring N] { ... }`: a runtime PTO2_SCOPE (`ring_span`: where N is written)."""
 
@@ -306,8 +306,8 @@ class ScopeStmt:
     ring_span: Span | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class CarryItem:
     """`name = init then next` in a loop header."""
 
@@ -317,8 +317,8 @@ class CarryItem:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ForStmt:
     """`for L in lo..hi [unscoped] carry ... { ... }`: the body is an auto scope per iteration.
 
@@ -333,8 +333,8 @@ class ForStmt:
     scoped: bool = True
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class PhaseStmt:
     """`phase name { ... }`: groups tasks for reports and pictures (not a scope)."""
 
@@ -343,8 +343,8 @@ class PhaseStmt:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class InterleaveStmt:
     """`interleave { ... }`: submit the tasks of its declarations round-robin.
 
@@ -358,8 +358,8 @@ class InterleaveStmt:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TaskIds:
     """`taskids a, b`: TaskId arrays of tasks `a`, `b` held in this scope."""
 
@@ -367,8 +367,8 @@ class TaskIds:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Use:
     """`use NAME`: the statements of fragment NAME, spliced in place at lowering.
 
@@ -381,8 +381,8 @@ class Use:
     name_span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Fragment:
     """`fragment NAME { statements }`: a top-level, reusable statement list.
 
@@ -395,8 +395,8 @@ class Fragment:
     name_span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Entry:
     """`entry name { ... }`: the orchestration function; its body is scope depth 1."""
 
@@ -405,8 +405,8 @@ class Entry:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TargetItem:
     """`key = expr` inside a target block; `unit` a (rejected) unit suffix such as `MB`."""
 
@@ -417,8 +417,8 @@ class TargetItem:
     unit_span: Span | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Target:
     """`target a2a3 { task_window = 8192 ... }`: runtime limits overriding the defaults."""
 
@@ -427,8 +427,8 @@ class Target:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Cost:
     """`cost NAME = expr`: per-block cost (µs) of a kernel, or the default of a core shape.
 
@@ -442,8 +442,8 @@ class Cost:
     unit_span: Span | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Budget:
     """`budget FIGURE <= expr`: the most a figure of the plan may be (pgraph.plan.budgets, PG121)."""
 
@@ -458,8 +458,8 @@ Item = (Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDe
         | Target | Cost | Budget | Fragment)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Module:
     """One parsed file: its items in order."""
 

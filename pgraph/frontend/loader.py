@@ -33,8 +33,8 @@ class UsageError(Exception):
     """Bad command-line use (a missing file, a malformed -D): exit code 2, no diagnostics."""
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Loaded:
     """The items of a file and of everything it includes, in textual order."""
 

@@ -26,8 +26,8 @@ from pgraph.frontend.parser import parse_source
 from pgraph.source import SourceFile, Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Override:
     """A constant override: from `-D NAME=VALUE` (a `<command line>` span) or a `--config` file."""
 

@@ -88,8 +88,8 @@ def empty_accesses() -> BlockAccesses:
 # ---- what the expansion found (pgraph.plan.expansion_checks reports these) ----
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RegionIssue:
     """A region of an instance with a negative extent ('negative') or outside its tensor ('bounds')."""
 
@@ -102,8 +102,8 @@ class RegionIssue:
     size: int
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class EvalIssue:
     """An expression of an instance that cannot be evaluated (division by zero, ...)."""
 
@@ -112,8 +112,8 @@ class EvalIssue:
     message: str
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepIssue:
     """A dep that selects no tile ('empty') or tiles outside the tile space ('range')."""
 

@@ -42,8 +42,8 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Tensor:
     """A tensor: an `external` argument, an `alloc` (heap of a scope) or a `view` of another tensor.
 
@@ -90,8 +90,8 @@ class Tensor:
         return self.base or self.name
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ScalarArg:
     """An orchestration scalar argument (`orch_args.scalar(j)`)."""
 
@@ -101,8 +101,8 @@ class ScalarArg:
     arg_index: int
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Param:
     """A kernel parameter: a tensor direction or `SCALAR`; shape in elements (None: any)."""
 
@@ -119,8 +119,8 @@ class Param:
         return self.direction is not Direction.SCALAR
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Kernel:
     """A kernel declaration. `core` is AIC, AIV or MIX (1 AIC + 2 AIV, two func ids).
 
@@ -145,8 +145,8 @@ class Kernel:
         return self.alias_of or self.name
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class KernelTable:
     """`kernels NAME = [A, B, ...]`: kernels a call selects per task (`call NAME[index](...)`)."""
 
@@ -155,8 +155,8 @@ class KernelTable:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Scope:
     """A runtime scope (PTO2_SCOPE). Depth 1 is the entry body; ring = min(depth, 3).
 
@@ -186,8 +186,8 @@ class Scope:
         return min(self.depth, 3)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Carry:
     """A loop-carried value: a TaskId slot (TASK) or a tensor alias (TENSOR): `name = init then next`."""
 
@@ -198,8 +198,8 @@ class Carry:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class IAxis:
     """An index axis `var in lo..hi` with folded bounds (half-open; hi < lo is a PG006 error)."""
 
@@ -214,8 +214,8 @@ class IAxis:
         return max(self.hi - self.lo, 0)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Loop:
     """A scope-level `for` loop; `body_scope` is None when the body has no scope of its own
     (`unscoped`, or a loop inside a manual scope)."""
@@ -230,8 +230,8 @@ class Loop:
     interleave: int | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Dim:
     """One region dimension: ALL, INDEX (a), RANGE (a:b) or EXTENT (a +: b)."""
 
@@ -240,8 +240,8 @@ class Dim:
     b: Expr | None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RegionRef:
     """A region of a tensor (or tensor carry alias): `dims` None means the whole tensor.
 
@@ -255,8 +255,8 @@ class RegionRef:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ItemAxis:
     """The inner index of a union region (`for it in 0..4 { ... }` in a task body)."""
 
@@ -266,8 +266,8 @@ class ItemAxis:
     span: Span | None = attrs.field(default=None, eq=False)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Access:
     """A per-block access; `explicit` when written as a `reads`/`writes`/`atomic_add` clause,
     else implied by a kernel parameter's direction."""
@@ -279,8 +279,8 @@ class Access:
     explicit: bool = False
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Arg:
     """A call argument bound (by position) to a kernel parameter: a tensor region or a scalar expression."""
 
@@ -290,8 +290,8 @@ class Arg:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class CallSite:
     """The `call kernel(...)` of a task: the kernel, how many arguments were passed, where."""
 
@@ -300,8 +300,8 @@ class CallSite:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepSel:
     """A dep's selection on one tile axis: ALL, INDEX (a), RANGE (a..b), EXTENT (a +: b)."""
 
@@ -311,8 +311,8 @@ class DepSel:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepRef:
     """A dep: on tiles of a tile set (TILES) or through a TaskId loop carry (CARRY)."""
 
@@ -322,8 +322,8 @@ class DepRef:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Dispatch:
     """One dispatch declaration: a task (at), SPMD grid, parallel loop, dummy, or one wave.
 
@@ -373,8 +373,8 @@ class Dispatch:
         return 0 if self.kind is TaskKind.DUMMY else math.prod(a.size for a in self.block_axes)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class WaveDecl:
     """One `wave` line of a tile set as written: its name, the tile box it takes, where."""
 
@@ -383,8 +383,8 @@ class WaveDecl:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TileSet:
     """The logical tiles a declaration computes; deps select tiles, not tasks.
 
@@ -405,8 +405,8 @@ class TileSet:
     body_span: Span | None = attrs.field(default=None, eq=False)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class AssertStmt:
     """An `assert expr, "message"`: `expr` folded with the constants, `source` as written."""
 
@@ -416,8 +416,8 @@ class AssertStmt:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Setting:
     """A `target` limit or a `cost` line as written: key, folded value, where."""
 
@@ -426,8 +426,8 @@ class Setting:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Budget:
     """A `budget FIGURE <= limit` statement, folded: the figure (pgraph.kinds.BUDGET_FIGURES), the limit, where."""
 
@@ -436,8 +436,8 @@ class Budget:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class InterleaveBlock:
     """An `interleave { ... }` block; `parent` is the interleave block it stands in (a PG035 error)."""
 
@@ -451,8 +451,8 @@ class InterleaveBlock:
 AllocKey = tuple[int, int, tuple[int, ...]]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Node:
     """One node of the entry's program-order tree, which both the expander and the backends walk.
 
@@ -468,8 +468,8 @@ class Node:
     children: tuple[Node, ...] = ()
 
 
-@records.shared_repr
-@attrs.frozen(slots=False, repr=False)
+@records.value
+@attrs.frozen(slots=False, repr=False, eq=False)
 class Program:
     """A lowered, name-resolved, constant-folded program (one entry)."""
 

@@ -370,8 +370,8 @@ class AllIterations(Sequence[tuple[int, int]]):
         return f"AllIterations({self.lo}, {self.hi})"
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Window:
     """Which iterations of each loop an expansion enumerates, with the weight each stands for.
 

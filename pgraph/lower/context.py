@@ -56,8 +56,8 @@ class Env:
         return Env(self.values, self.variables)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Where:
     """Where a statement stands: its scope, environment, phase, loops and `interleave` block."""
 

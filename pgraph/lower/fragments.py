@@ -109,8 +109,8 @@ def _chain_notes(chain: Chain) -> list[Note]:
     return [Note(f"fragment '{u.name}' is used here", u.span) for u in reversed(chain)]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class EntryChoice:
     """The outcome of entry selection: the entry, or the candidates that made it ambiguous."""
 

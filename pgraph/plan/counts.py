@@ -13,8 +13,8 @@ from pgraph.kinds import DECLARED, PROVENANCE_FLAGS, Provenance, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Counts(Fact):
     """Task, dummy, block and edge counts: whole program, one layer (None without a layer loop),
     the layer count, and one row per phase (with its per-layer counts)."""

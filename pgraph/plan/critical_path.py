@@ -23,8 +23,8 @@ from pgraph.plan.reach import Reach
 CORES_KEY = {Core.AIC: "aic", Core.AIV: "aiv", Core.MIX: "clusters"}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class CriticalPath(Fact):
     """The longest path (None for an empty graph): length, per-layer increment, steps, first broken link."""
 

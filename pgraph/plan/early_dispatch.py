@@ -33,16 +33,16 @@ class EarlyState(enum.StrEnum):
     MIXED = "mixed"            # (table rows only) instances of one dispatch differ
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class EarlyStatus(Fact):
     """Per instance (alloc tasks excluded): its EarlyState and the unflagged producers blocking it."""
 
     status: dict[int, tuple[EarlyState, list[int]]]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class EarlyTable(Fact):
     """The early-dispatch table of the report (one row per dispatch of a layer and the entry)."""
 

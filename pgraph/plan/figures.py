@@ -25,8 +25,8 @@ __all__ = ["FIGURES", "Figure", "figures"]
 WAITED = DECLARED | {Provenance.INFERRED}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Figure:
     """A budgetable figure: its name, what it counts, and its unit."""
 

@@ -13,16 +13,16 @@ from pgraph.plan.base import Fact, Pass, Plan, layer_share
 from pgraph.plan.reach import Reach
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DuplicateDeps(Fact):
     """Duplicate dep entries folded into existing edges, per layer."""
 
     per_layer: int
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RedundantEdges(Fact):
     """Explicit edges of the reported instances that another path implies."""
 
@@ -61,8 +61,8 @@ class DuplicateDepsPass(Pass):
         plan.put(DuplicateDeps(total))
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ExplicitEdges(Fact):
     """The explicit and carried edges (u, v), in `InstanceGraph.edges` order (shared by the
     redundant-edge and funnel passes: a --full prefill has 1.5 million edges to classify)."""

@@ -51,8 +51,8 @@ class Conflict:
     second_tensor: str
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Conflicts(Fact):
     """Every conflicting instance pair, ordered by buffer and pair; independent of the edges (so
     mutation tests reuse it). Pair k is `first[k]` < `second[k]` on `buffers[buffer[k]]`; a
@@ -100,8 +100,8 @@ class Race:
         return self.conflict.second
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Races(Fact):
     """Every race the planner found (reported per dispatch pair and tensor as PG100/PG101)."""
 

@@ -50,8 +50,8 @@ class _Fanout:
     exits: dict[tuple[int, ...], int] = attrs.Factory(dict)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RingTable(Fact):
     """One row per ring (tasks, heap, dep pool: per layer and at peak, with limits) and the TensorMap peak."""
 

@@ -12,8 +12,8 @@ from pgraph.kinds import Storage
 from pgraph.plan.base import Fact, Pass, Plan
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ScopeTable(Fact):
     """One row per scope: id, kind, mode, depth, ring, source line, dispatches, allocations, heap bytes."""
 
