@@ -14,7 +14,9 @@ caller per dispatch) index values below 2**SAFE_BITS, so no intermediate reaches
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
+from types import CodeType
 from typing import Any
 
 from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, compile_expr
@@ -75,6 +77,14 @@ def _source(expr: Expr, ns: dict[str, Any], muls: list[int]) -> str | None:
     return None
 
 
+@functools.cache
+def _code(source: str) -> CodeType:
+    """The compiled module of a function's `source`: regions of the same shape on different
+    tensors or loops repeat their text (27 distinct of 60 in the decode spec), and a compile
+    costs ~0.1 ms where running the code object in a fresh namespace costs ~1 µs."""
+    return compile(source, "<pgraph.expand.compiled>", "exec")
+
+
 def _expr(expr: Expr | None, ns: dict[str, Any]) -> str | None:
     if expr is None:
         return None
@@ -121,7 +131,7 @@ def region_function(region: ir.RegionRef, shape: tuple[int, ...]) -> BoxFn | Non
         return lambda env: ()
     src = ["def box(env):", *(f"    {line}" for line in body),
            f"    if {' and '.join(checks)}:", f"        return ({', '.join(parts)},)", "    raise _Fallback"]
-    exec("\n".join(src), ns)  # noqa: S102 - source built above from the IR's own nodes
+    exec(_code("\n".join(src)), ns)  # noqa: S102 - source built above from the IR's own nodes
     fn: BoxFn = ns["box"]
     return fn
 
@@ -145,7 +155,7 @@ def selection_function(sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis
         body += lines
         parts.append(f"range(l{i}, max(l{i}, h{i}))")
     src = ["def sel(env):", *(f"    {line}" for line in body), f"    return [{', '.join(parts)}]"]
-    exec("\n".join(src), ns)  # noqa: S102 - source built above from the IR's own nodes
+    exec(_code("\n".join(src)), ns)  # noqa: S102 - source built above from the IR's own nodes
     fn: SelFn = ns["sel"]
     return fn
 

@@ -14,9 +14,13 @@ What must equal Lark's result, and is checked against Lark on every spec, docume
 program in the tests (tests/unit/test_lalr.py):
 - the tokens: Lark's contextual lexer, i.e. in each parser state the first of that state's
   terminals (Lark's order: priority, longest possible match, longest pattern, name) that
-  matches, with a keyword string re-typed from the regex terminal it is embedded in. One
-  alternation of all terminals finds the first match overall; when that terminal is not the
-  state's, the state's terminals after it are tried one by one (rare: `in` after a loop name).
+  matches, with a keyword string re-typed from the regex terminal it is embedded in. The
+  first match of all terminals is found by trying, in order, only those a token starting with
+  the position's character can be (from the regexes' parse trees at build time, cut after the
+  first that surely matches; `_char_scanners`); when that terminal is not the state's, the
+  state's terminals after it are tried one by one (rare: `in` after a loop name).
+- the unit reductions (`?rule: one_symbol` chains, ~6,000 in the decode spec) only change the
+  top state: the state they end in is kept per (state below, top state, token).
 - the tree shapes: each rule's child filter (anonymous tokens dropped, `_` rules spliced in),
   `?rule` single-child expansion, `-> alias` names;
 - the positions Lark's `propagate_positions` gives every rule node (line, column, end line,
@@ -143,7 +147,13 @@ class Driver:
     def __init__(self, tables: dict[str, Any]) -> None:
         self.terminals: list[tuple[str, str]] = tables["terminals"]  # (name, regexp), Lark's order
         self.index = {name: i for i, (name, _) in enumerate(self.terminals)}
-        self.master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals))
+        # per ASCII character: the terminals a token starting with it can be, in order, cut
+        # after the first that surely matches (`_char_scanners`): one to six tries instead of
+        # the alternation of all 71 terminals at every token (~1.5 µs); the 53 literal
+        # terminals are compared as strings, the 18 patterns compiled when first needed
+        self.scan_lists: list[list[int]] = tables["scanners"]
+        self.scanner_of: list[int] = tables["scanner_of"]
+        self.scanners: dict[str, Any] = {}  # character -> its scan function (`_scanner`)
         self.single: dict[str, re.Pattern[str]] = {}
         self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
         self.ignore = frozenset(tables["ignore"])
@@ -163,6 +173,59 @@ class Driver:
                                         for o, n, _cb, e1, inc, inl in self.rules]
         self.start: int = tables["start"]
         self.end: int = tables["end"]
+        # (state below, top state, token) -> the top state after the unit reductions it starts
+        self.unit_goto: dict[tuple[int, int, str], int] = {}
+        if any(not self.ignore <= allowed for allowed, _, _ in self.lexers):
+            raise ValueError("an ignored terminal is missing from a state's lexer")
+
+    def _scanner(self, char: str) -> Any:
+        """`scan(text, pos) -> (terminal, characters) | None`: the first terminal of all that
+        matches at a position holding `char`. For an ASCII character it tries the terminals a
+        token starting with it can be, in order (`scanner_of`), a literal by comparison and a
+        pattern by its own regex; beyond ASCII, the alternation of all terminals."""
+        code = ord(char)
+        which = self.scanner_of[code] if code < 128 else None
+        if which is None:
+            master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals)).match
+
+            def scan(text: str, pos: int) -> tuple[str, str] | None:
+                m = master(text, pos)
+                return None if m is None else (m.lastgroup, m.group())  # type: ignore[return-value]
+        elif which < 0:
+            def scan(text: str, pos: int) -> tuple[str, str] | None:
+                return None
+        else:
+            alts = [(self.terminals[i][0], self.literals.get(self.terminals[i][0]), self._single(i))
+                    for i in self.scan_lists[which]]
+            only = alts[0][1] if len(alts) == 1 else None
+            if only is not None:
+                name, literal = alts[0][0], only
+
+                def scan(text: str, pos: int) -> tuple[str, str] | None:
+                    return (name, literal) if text.startswith(literal, pos) else None
+            else:
+                def scan(text: str, pos: int) -> tuple[str, str] | None:
+                    for name, word, pattern in alts:
+                        if word is not None:
+                            if text.startswith(word, pos):
+                                return name, word
+                        else:
+                            m = pattern(text, pos)
+                            if m is not None:
+                                return name, m.group()
+                    return None
+        self.scanners[char] = scan
+        return scan
+
+    def _single(self, i: int) -> Any:
+        """The `match` of terminal `i` alone (None for a literal, compared as a string)."""
+        name, regexp = self.terminals[i]
+        if name in self.literals:
+            return None
+        pattern = self.single.get(name)
+        if pattern is None:
+            pattern = self.single[name] = re.compile(regexp)
+        return pattern.match
 
     def _fallback(self, text: str, pos: int, first: str, ordered: list[tuple[int, str]]) -> tuple[str, str]:
         """(terminal, characters) at `pos` for a state whose lexer does not have `first`, the
@@ -176,10 +239,7 @@ class Driver:
                 if text.startswith(word, pos):
                     return cand, word
                 continue
-            pat = self.single.get(cand)
-            if pat is None:
-                pat = self.single[cand] = re.compile(self.terminals[order][1])
-            m = pat.match(text, pos)
+            m = self._single(order)(text, pos)
             if m is not None:
                 return cand, m.group()
         raise Fallback
@@ -191,8 +251,9 @@ class Driver:
         Raises Fallback for a text Lark may reject, or whose tree is higher than `max_height`.
         """
         states, rules, units, reduce = self.states, self.rules, self.units, self._reduce
+        unit_goto = self.unit_goto
         lexer_of = [self.lexers[i] for i in self.state_lexer]
-        match = self.master.match
+        scanners, scanner = self.scanners, self._scanner
         ignore, newline = self.ignore, self.newline
         methods: dict[str, tuple[Any, bool]] = {}
         state_stack = [self.start]
@@ -202,15 +263,25 @@ class Driver:
             if pos < size:
                 # the token: the first terminal of all that matches, when it is this state's;
                 # a keyword re-typed from the regex terminal it is embedded in (Lark's lexer)
-                m = match(text, pos)
-                if m is None:
+                char = text[pos]
+                got = (scanners[char] if char in scanners else scanner(char))(text, pos)
+                if got is None:
                     raise Fallback
-                scanned: str = m.lastgroup  # type: ignore[assignment]  # every alternative is a named group
+                scanned, value = got
+                if scanned in ignore:  # whitespace, a comment: in every state's lexer (checked in __init__)
+                    end = pos + len(value)
+                    if scanned in newline:
+                        n = text.count("\n", pos, end)
+                        if n:
+                            line += n
+                            line_start = text.rindex("\n", pos, end) + 1
+                    pos = end
+                    continue
                 allowed, ordered, unless = lexer_of[state_stack[-1]]
-                if scanned in allowed:
-                    value = m.group()
-                else:
+                if scanned not in allowed:
                     scanned, value = self._fallback(text, pos, scanned, ordered)
+                    if scanned in ignore:
+                        raise Fallback  # (cannot happen: an ignored terminal is first wherever it matches)
                 start_line, column = line, pos - line_start + 1
                 if scanned in newline:
                     n = value.count("\n")
@@ -218,8 +289,6 @@ class Driver:
                         line += n
                         line_start = pos + value.rindex("\n") + 1
                 start, pos = pos, pos + len(value)
-                if scanned in ignore:
-                    continue
                 words = unless.get(scanned)
                 ttype = scanned if words is None else words.get(value, scanned)
                 tok = Token(value)
@@ -228,7 +297,8 @@ class Driver:
             else:
                 ttype, tok = "$END", None
             while True:
-                action = states[state_stack[-1]].get(ttype)
+                top = state_stack[-1]
+                action = states[top].get(ttype)
                 if action is None:
                     raise Fallback
                 if action >= 0:
@@ -237,15 +307,14 @@ class Driver:
                     state_stack.append(action)
                     values.append(tok)
                     break
-                origin = units[~action]
-                if origin is not None:  # `?rule: one_symbol`: the child is the node, unchanged
-                    state_stack.pop()
-                    goto = states[state_stack[-1]].get(origin)
-                    if goto is None or goto < 0:
-                        raise Fallback
-                    state_stack.append(goto)
-                    if tok is None and goto == self.end:
-                        raise Fallback  # the start rule is no unit rule
+                if units[~action] is not None:
+                    # `?rule: one_symbol` reductions: the child stays the node and only the top
+                    # state changes, to the same state for the same (state below, top, token)
+                    key = (state_stack[-2], top, ttype)
+                    goto = unit_goto.get(key)
+                    if goto is None:
+                        goto = unit_goto[key] = self._unit_chain(*key)
+                    state_stack[-1] = goto
                     continue
                 origin, n, name, expand1, include, inline = rules[~action]
                 if n:
@@ -266,6 +335,24 @@ class Driver:
                     if result.__class__ is not _Node:
                         raise Fallback
                     return result.value
+
+    def _unit_chain(self, below: int, top: int, ttype: str) -> int:
+        """The top state after the unit reductions `ttype` starts in state `top` over `below`:
+        each pops the top and goes from `below` on the rule's origin, until an action that is
+        not a unit reduction. Raises Fallback where the parse would stop: no action, or the end
+        state reached at the end of the text (the start rule is no unit rule)."""
+        states, units = self.states, self.units
+        while True:
+            action = states[top].get(ttype)
+            if action is None or action >= 0:
+                return top
+            origin = units[~action]
+            if origin is None:
+                return top
+            goto = states[below].get(origin)
+            if goto is None or goto < 0 or (ttype == "$END" and goto == self.end):
+                raise Fallback
+            top = goto
 
     @staticmethod
     def _reduce(children: list[Any], name: str, expand1: bool, include: list[tuple[int, bool]] | None,
@@ -443,13 +530,124 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
     canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
     canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
                         for names, unless in canonical_lexers]
+    scan_lists, scan_of = _char_scanners(terminals)
     return {"terminals": terminals, "literals": dict(sorted(literals.items())),
+            "scanners": scan_lists, "scanner_of": scan_of,
             "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
             "lexers": canonical_lexers,
             "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
             "states": [{sym: (number[a] if a >= 0 else a) for sym, a in sorted(states[s].items())}
                        for s in by_number],
             "rules": rule_rows, "start": number[int(start)], "end": number[int(end)]}
+
+
+def _first_chars(regexp: str) -> tuple[set[int] | None, set[int]]:
+    """(the ASCII codes a match of `regexp` can start with, None when it may start with any
+    character or match the empty string; the codes at which it surely matches), from the
+    regular expression's parse tree. Conservative where unsure: more candidates, fewer sure.
+    (Build time only; Python's own regex parser, `re._parser`, reads the pattern.)"""
+    try:
+        from re import _constants as c  # type: ignore[attr-defined]
+        from re import _parser as sre  # type: ignore[attr-defined]
+    except ImportError:  # another Python: every terminal a candidate for every character
+        return None, set()
+
+    def chars(op: Any, av: Any) -> set[int] | None:
+        """The characters one single-character item matches (None: not such an item, or not ASCII-only known)."""
+        if op is c.LITERAL:
+            return {av} if av < 128 else set()
+        if op is c.IN:
+            out: set[int] = set()
+            for o, a in av:
+                if o is c.LITERAL:
+                    if a < 128:
+                        out.add(a)
+                elif o is c.RANGE:
+                    out |= set(range(a[0], min(a[1], 127) + 1))
+                else:  # a negation or a category: could be anything
+                    return None
+            return out
+        return None
+
+    def first(seq: Any) -> tuple[set[int] | None, bool]:
+        """(first characters or None for any, whether `seq` can match the empty string)."""
+        out: set[int] = set()
+        for op, av in seq:
+            got, nullable = item(op, av)
+            if got is None:
+                return None, False
+            out |= got
+            if not nullable:
+                return out, False
+        return out, True
+
+    def item(op: Any, av: Any) -> tuple[set[int] | None, bool]:
+        one = chars(op, av)
+        if one is not None:
+            return one, False
+        if op is c.BRANCH:
+            out: set[int] = set()
+            nullable = False
+            for alt in av[1]:
+                got, n = first(alt)
+                if got is None:
+                    return None, False
+                out |= got
+                nullable = nullable or n
+            return out, nullable
+        if op is c.SUBPATTERN:
+            return first(av[-1])
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
+            lo, _hi, sub = av
+            got, n = first(sub)
+            return (None, False) if got is None else (got, lo == 0 or n)
+        if op is c.AT:  # a zero-width position test (\\b, ^): consumes nothing
+            return set(), True
+        return None, False
+
+    tree = list(sre.parse(regexp))
+    found, nullable = first(tree)
+    if found is None or nullable:
+        return None, set()
+    # surely matches: one single-character item (or a repeat of one, at least once), then only
+    # repeats that may match nothing (`[A-Za-z_][A-Za-z_0-9]*`, `(?:[ \\t])+`, `(`)
+    sure: set[int] = set()
+    if tree:
+        op, av = tree[0]
+        head = chars(op, av)
+        if head is None and op is c.MAX_REPEAT and av[0] >= 1 and len(av[2]) == 1:
+            head = chars(*av[2][0])
+            if head is None and av[2][0][0] is c.SUBPATTERN and len(av[2][0][1][-1]) == 1:
+                head = chars(*av[2][0][1][-1][0])
+        if head is not None and all(o in (c.MAX_REPEAT, c.MIN_REPEAT) and a[0] == 0 for o, a in tree[1:]):
+            sure = head
+    return found, sure
+
+
+def _char_scanners(terminals: list[tuple[str, str]]) -> tuple[list[list[int]], list[int]]:
+    """Per ASCII character, the terminals (indices in Lark's order) the first match at a
+    position starting with it can be: every terminal that can start with it, in order, up to
+    the first that surely matches there. (distinct lists, list index per code; -1: none.)"""
+    info = [_first_chars(regexp) for _, regexp in terminals]
+    lists: list[list[int]] = []
+    seen: dict[tuple[int, ...], int] = {}
+    of_char: list[int] = []
+    for code in range(128):
+        chosen: list[int] = []
+        for i, (found, sure) in enumerate(info):
+            if found is None or code in found:
+                chosen.append(i)
+                if code in sure:
+                    break
+        key = tuple(chosen)
+        if not key:
+            of_char.append(-1)
+            continue
+        if key not in seen:
+            seen[key] = len(lists)
+            lists.append(chosen)
+        of_char.append(seen[key])
+    return lists, of_char
 
 
 def dump_tables(tables: dict[str, Any], digest: bytes) -> bytes:

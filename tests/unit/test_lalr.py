@@ -169,3 +169,56 @@ pgl_token_re = __import__("re").compile(r'"[^"\n]*"|#[^\n]*|[A-Za-z_][A-Za-z_0-9
 @given(edited())
 def test_edited_specs_parse_the_same(text: str) -> None:
     assert_same(text)
+
+
+def _master(d: lalr.Driver) -> Any:
+    """The plain scanner: one alternation of all terminals in Lark's order, first match wins."""
+    import re
+
+    return re.compile("|".join(f"(?P<{n}>{r})" for n, r in d.terminals)).match
+
+
+# the characters of the grammar's terminals and the specs, some beyond ASCII (µs, é, a
+# Unicode word character after a keyword: `in` followed by `é` is no keyword)
+_ALPHABET = st.sampled_from(list("abcdefgimnoprstuwBGKMTx_019 \t\n#\"()[]{}<>=!+-*/%:,.µé\x7f\x00"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(_ALPHABET, min_size=1, max_size=12), st.sampled_from(sorted(grammar_words())))
+def test_first_character_scanners_equal_the_alternation(tail: str, word: str) -> None:
+    """At every position of random texts (grammar words glued to random characters), the
+    per-character scan gives the terminal and characters of the alternation of all terminals."""
+    d = _driver()
+    master = _master(d)
+    for text in (word + tail, tail + word, tail):
+        for pos in range(len(text)):
+            m = master(text, pos)
+            expect = None if m is None else (m.lastgroup, m.group())
+            assert d._scanner(text[pos])(text, pos) == expect, (text, pos)
+
+
+def test_first_character_sets() -> None:
+    """Hand-worked first characters and sure matches of regexes of the grammar's shapes."""
+    letters = {ord(c) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"}
+    assert lalr._first_chars("[A-Za-z_][A-Za-z_0-9]*") == (letters, letters)
+    assert lalr._first_chars(r"(inout|in|out)\b") == ({ord("i"), ord("o")}, set())
+    assert lalr._first_chars(r'"[^"\n]*"') == ({ord('"')}, set())
+    assert lalr._first_chars(r"(?:[ \t\x0c\r\n])+") == ({9, 10, 12, 13, 32}, {9, 10, 12, 13, 32})
+    assert lalr._first_chars(r"#[^\n]*") == ({ord("#")}, {ord("#")})
+    assert lalr._first_chars(r"\+:") == ({ord("+")}, set())  # two characters: not sure from the first
+    assert lalr._first_chars(r"(µs|ms)\b") == ({ord("m")}, set())  # µ is beyond ASCII: no ASCII start
+    assert lalr._first_chars("a*b") == ({ord("a"), ord("b")}, set())
+    assert lalr._first_chars("a*")[0] is None  # may match nothing: a candidate everywhere
+    assert lalr._first_chars("[^x]y")[0] is None  # a negated class: may start with anything
+    assert lalr._first_chars(r"\w+")[0] is None  # a category: not worked out, so anything
+
+
+def test_scanner_lists_cut_after_a_sure_match() -> None:
+    """Letters: the keyword terminals before NAME, then NAME (which surely matches there), so
+    the keyword strings after NAME (re-typed from it) are never tried; digits: INT alone."""
+    d = _driver()
+    names = {ch: [d.terminals[i][0] for i in d.scan_lists[d.scanner_of[ord(ch)]]] for ch in "acq0("}
+    assert names["c"] == names["q"] == ["NAME"]
+    assert names["a"][-1] == "NAME" and "ACCESS" in names["a"] and "ASSERT" not in names["a"]
+    assert names["0"] == ["INT"] and names["("] == ["LPAR"]
+    assert d.scanner_of[ord("$")] == -1 and d._scanner("$")("$", 0) is None
