@@ -18,8 +18,8 @@ from pgraph import records
 from pgraph.source import Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Num:
     """An integer literal."""
 
@@ -27,8 +27,8 @@ class Num:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Name:
     """A reference to a constant, let, index variable or (in call args) a tensor/scalar."""
 
@@ -36,8 +36,8 @@ class Name:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class BinOp:
     """`left op right` for op in + - * / % (integer, floor division), comparisons, and/or."""
 
@@ -47,8 +47,8 @@ class BinOp:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Neg:
     """Unary minus."""
 
@@ -56,8 +56,8 @@ class Neg:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Not:
     """Boolean `not` (0 or 1)."""
 
@@ -65,8 +65,8 @@ class Not:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Func:
     """`ceildiv(a, b)`, `min(a, ...)`, `max(a, ...)`."""
 
@@ -75,8 +75,8 @@ class Func:
     span: Span
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RuntimeDim:
     """`dim(TENSOR, AXIS)` of a tensor dimension that is read at run time (`runtime` in its shape).
 

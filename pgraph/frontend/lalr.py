@@ -154,6 +154,7 @@ class Driver:
         self.scan_lists: list[list[int]] = tables["scanners"]
         self.scanner_of: list[int] = tables["scanner_of"]
         self.scanners: dict[str, Any] = {}  # character -> its scan function (`_scanner`)
+        self.tails: dict[tuple[int, str], list[tuple[str, str | None, Any]]] = {}  # `_fallback`'s tries
         self.single: dict[str, re.Pattern[str]] = {}
         self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
         self.ignore = frozenset(tables["ignore"])
@@ -230,16 +231,18 @@ class Driver:
     def _fallback(self, text: str, pos: int, first: str, ordered: list[tuple[int, str]]) -> tuple[str, str]:
         """(terminal, characters) at `pos` for a state whose lexer does not have `first`, the
         first terminal of all that matches there: the state's terminals after it, in order."""
-        at = self.index[first]
-        for order, cand in ordered:
-            if order <= at:
-                continue
-            word = self.literals.get(cand)
-            if word is not None:  # a literal: no regex to compile
+        key = (id(ordered), first)
+        tail = self.tails.get(key)
+        if tail is None:  # the state's terminals after `first`: (name, literal or None, match)
+            at = self.index[first]
+            tail = self.tails[key] = [(cand, self.literals.get(cand), self._single(order))
+                                      for order, cand in ordered if order > at]
+        for cand, word, pattern in tail:
+            if word is not None:  # a literal: compared, no regex
                 if text.startswith(word, pos):
                     return cand, word
                 continue
-            m = self._single(order)(text, pos)
+            m = pattern(text, pos)
             if m is not None:
                 return cand, m.group()
         raise Fallback

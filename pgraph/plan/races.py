@@ -233,6 +233,10 @@ def _sweep(items: list[_Item], pairs: set[tuple[int, int]], p: Program, cross_na
         active[it.kind].append(it)
 
 
+#: Touches of one tensor name from which the sweep's dimensions are chosen by their overlap
+#: (`_sweep_cost`); below, the first two are swept (the pairs are the same either way).
+SWEEP_CHOICE_TOUCHES = 32
+
 #: Touches of one tensor name from which its pairs are found with NumPy (`_numpy_pairs`): the
 #: import (~0.1 s) pays off only on big buffers (a --full prefill's caches have 15,360); once
 #: NumPy is loaded, from NUMPY_LOADED_TOUCHES on.
@@ -278,7 +282,9 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
             items = [_Item(0, 1, 0, 1, n, kind, box, name) for n, kind, box, _ in named]
         else:
             d1 = d2 = 0
-            if rank > 1:
+            if rank > 1 and len(named) < SWEEP_CHOICE_TOUCHES:
+                d1, d2 = 0, 1  # any two dimensions give the same pairs; few touches, little to gain
+            elif rank > 1:
                 dims = sorted(range(rank), key=lambda d: (_sweep_cost([t[2][d] for t in named]), d))
                 d1, d2 = dims[0], dims[1]
             items = [_Item(box[d1][0], box[d1][1], box[d2][0], box[d2][1], n, kind, box, name)

@@ -127,9 +127,10 @@ def test_value_edge_cases() -> None:
 
 def test_ast_and_program_classes_share_value_methods() -> None:
     """The ~90 classes made a few times per declaration do not compile their own eq/hash."""
+    from pgraph import expr
     from pgraph.ir import program
 
-    for module in (ast, program):
+    for module in (ast, program, expr):
         for obj in vars(module).values():
             if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == module.__name__:
                 assert obj.__eq__ is records.attrs_eq and obj.__hash__ is records.attrs_hash, obj

@@ -107,7 +107,15 @@ def _touches(draw: st.DrawFn) -> list[tuple[int, AccessKind, Any, str]]:
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
 @given(touches=_touches())
 def test_sweep_finds_exactly_the_overlapping_conflicting_pairs(touches) -> None:
+    """With the first two dimensions swept (few touches) and with the dimensions chosen by
+    their overlap (SWEEP_CHOICE_TOUCHES lowered to 0)."""
     assert conflicting_pairs(touches, _P(), numpy=False) == _brute_pairs(touches)  # type: ignore[arg-type]
+    threshold = races_module.SWEEP_CHOICE_TOUCHES
+    races_module.SWEEP_CHOICE_TOUCHES = 0
+    try:
+        assert conflicting_pairs(touches, _P(), numpy=False) == _brute_pairs(touches)  # type: ignore[arg-type]
+    finally:
+        races_module.SWEEP_CHOICE_TOUCHES = threshold
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
