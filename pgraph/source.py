@@ -9,8 +9,8 @@ import attrs
 from pgraph import records
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class SourceFile:
     """One `.pgl` text as read from disk (or given inline).
 
@@ -38,8 +38,8 @@ class SourceFile:
         return lines[number - 1] if 1 <= number <= len(lines) else ""
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Span:
     """A region of a source file: 1-based line and column, end inclusive-exclusive.
 

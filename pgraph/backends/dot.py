@@ -50,8 +50,8 @@ PROV_STYLE: dict[str, dict[str, str]] = {
 KIND_SHAPE = {"at": "box", "spmd": "box3d", "parallel": "tab", "dummy": "diamond"}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DotEdge:
     """One drawn (bundled) edge between two dispatch nodes.
 
@@ -315,8 +315,8 @@ def render_dot(plan: Plan) -> str:
     return build_digraph(plan).source
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DotTarget:
     """`pgraph build --target dot`: the picture as `<entry>.dot`."""
 

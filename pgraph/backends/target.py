@@ -17,8 +17,8 @@ from pgraph import records
 from pgraph.plan.base import Plan
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class BuildInfo:
     """What a target may say about the build in its headers: the spec as displayed, the overrides."""
 

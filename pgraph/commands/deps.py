@@ -142,8 +142,8 @@ def run_import(args: argparse.Namespace, write: Write) -> int:
 # ---- diff --------------------------------------------------------------------------------------
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Loaded:
     """One diff operand: the side, and for a spec its plan and diagnostics."""
 

@@ -44,8 +44,8 @@ PROVENANCE_WORDS = {Provenance.EXPLICIT: "explicit dep", Provenance.CARRIED: "ca
                     Provenance.INFERRED: "tensormap", Provenance.CREATOR: "creator"}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TaskName:
     """A parsed task spelling: the dispatch (or tile set) name, the index and the loop iterations.
 

@@ -28,8 +28,8 @@ from pgraph.frontend.unparse import INDENT, unparse_lines
 __all__ = ["Comment", "comments", "format_module"]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Comment:
     """A `#` comment: its 1-based line and column, its text (from `#` on), whether code precedes it."""
 

@@ -36,8 +36,8 @@ from lark.lexer import PatternStr  # noqa: E402
 from pgraph.suggest import closest  # noqa: E402
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class SyntaxExample:
     """A friendly message, its fix hint, and bad snippets that end in that parser state."""
 

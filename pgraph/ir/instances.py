@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Instance", "InstanceGraph", "axis_values"]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Instance:
     """One submitted task (or alloc task): dispatch, loop iterations, task index, weight.
 

@@ -36,8 +36,8 @@ KIND_WORD = {AccessKind.READ: "reads", AccessKind.WRITE: "writes", AccessKind.AT
 Touch = tuple[AccessKind, Box, str]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Conflict:
     """Two instances (a < b in submission order) whose accesses to one buffer overlap, one writing."""
 
@@ -81,8 +81,8 @@ class Conflicts(Fact):
         return [self.conflict(plan, k) for k in range(len(self))]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Race:
     """An unordered conflicting pair; `boundary` when one side is in a manual scope and the other is not."""
 

@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -125,12 +131,90 @@ def test_value_edge_cases() -> None:
         records.value(type("_Plain", (), {}))
 
 
-def test_ast_and_program_classes_share_value_methods() -> None:
-    """The ~90 classes made a few times per declaration do not compile their own eq/hash."""
-    from pgraph import expr
-    from pgraph.ir import program
+# ---- the attrs code cache -------------------------------------------------------------------
 
-    for module in (ast, program, expr):
+_PROBE = (
+    "import sys, json\n"
+    "import pgraph.cli\n"
+    "from pgraph import records\n"
+    "c = records.CODE_CACHE\n"
+    "import attr._make\n"
+    "print(json.dumps({'hits': c.hits, 'misses': c.misses, 'installed': attr._make.compile == c.compile,\n"
+    "                  'written': c.save()}))\n"
+)
+
+
+def _probe(folder: Path, seed: str, bytecode: bool = True) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PGRAPH_ATTRS_CACHE=str(folder), PYTHONHASHSEED=seed)
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def test_code_cache_is_written_once_and_read_by_the_next_process(tmp_path: Path) -> None:
+    """The first process compiles every class (misses) and writes the file; the next, under
+    another string-hash seed, finds every source unchanged (no miss) and writes nothing."""
+    first = _probe(tmp_path, "1")
+    assert first["installed"] and first["hits"] == 0 and first["misses"] > 90 and first["written"]
+    second = _probe(tmp_path, "2")
+    assert second == {"hits": first["misses"], "misses": 0, "installed": True, "written": False}
+
+
+def test_code_cache_is_not_written_without_bytecode(tmp_path: Path) -> None:
+    got = _probe(tmp_path, "0", bytecode=False)
+    assert got["misses"] > 90 and not got["written"] and not list(tmp_path.iterdir())
+
+
+def test_code_cache_ignores_a_damaged_or_foreign_file(tmp_path: Path) -> None:
+    path = records.AttrsCodeCache.default_path()
+    assert path is not None
+    target = tmp_path / path.name
+    for junk in (b"not a cache", records.AttrsCodeCache.MAGIC + b"\x00garbage", b"pgraph-attrs-code-1 XXXX\n{}"):
+        target.write_bytes(junk)
+        got = _probe(tmp_path, "3")
+        assert got["hits"] == 0 and got["misses"] > 90 and got["written"]  # compiled, and rewritten
+
+
+def test_cached_code_is_what_compile_gives(tmp_path: Path) -> None:
+    """Every entry of a written cache: the code object of compiling its source under its name."""
+    _probe(tmp_path, "4")
+    path = records.AttrsCodeCache.default_path()
+    assert path is not None
+    cache = records.AttrsCodeCache(tmp_path / path.name)
+    assert len(cache.codes) > 90
+    for filename, (source, code) in cache.codes.items():
+        assert filename.startswith(records.AttrsCodeCache.PREFIX)
+        fresh = compile(source, filename, "exec")
+        assert (code.co_code, code.co_consts, code.co_names, code.co_filename) == (
+            fresh.co_code, fresh.co_consts, fresh.co_names, fresh.co_filename)
+
+
+def test_only_pgraph_classes_are_cached(tmp_path: Path) -> None:
+    cache = records.AttrsCodeCache(None)
+    cache.compile("x = 1", "<attrs generated methods tests.unit.Foo>", "exec")
+    cache.compile("x = 1", "<string>", "exec")
+    assert cache.codes == {} and cache.misses == 0
+    cache.compile("x = 1", "<attrs generated methods pgraph.Foo>", "exec")
+    cache.compile("x = 1", "<attrs generated methods pgraph.Foo>", "exec")
+    cache.compile("x = 2", "<attrs generated methods pgraph.Foo>", "exec")  # a new source replaces the entry
+    assert (cache.misses, cache.hits, len(cache.codes)) == (2, 1, 1)
+    assert cache.codes["<attrs generated methods pgraph.Foo>"][0] == "x = 2"
+    assert not cache.save()  # no path: nothing to write
+
+
+def test_every_frozen_class_shares_value_methods() -> None:
+    """attrs' own `__hash__` source holds a per-process hash, which the cache could never hit:
+    every frozen pgraph class uses `records.value` (no attrs-compiled eq or hash)."""
+    seen = 0
+    for info in pkgutil.walk_packages(pgraph.__path__, "pgraph."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == module.__name__:
+            if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == info.name and "__setattr__" in vars(obj):
+                seen += 1
                 assert obj.__eq__ is records.attrs_eq and obj.__hash__ is records.attrs_hash, obj
+    assert seen > 130

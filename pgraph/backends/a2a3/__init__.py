@@ -21,8 +21,8 @@ from .kernel_config import render_kernel_config
 __all__ = ["TARGET", "A2A3Target", "build"]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class A2A3Target:
     """The a2a3 target (simpler tensormap_and_ringbuffer)."""
 

@@ -22,8 +22,8 @@ _PREC = {"or": 1, "and": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, 
          "/": 6, "%": 6}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Interval:
     """A closed integer interval; None bounds are unbounded."""
 

@@ -13,8 +13,8 @@ import attrs
 from pgraph import records
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DType:
     """One row: the `DataType::` enumerator, its value in simpler's enum, the C scalar type."""
 

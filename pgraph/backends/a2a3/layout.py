@@ -125,8 +125,8 @@ def common_prefix(paths: list[Path]) -> Path:
     return tuple(out)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Storage:
     """Where the TaskIds of one tile set (or one TaskId carry) live in the generated code.
 

@@ -33,8 +33,8 @@ from .cexpr import simplify, sub
 SEARCH_LIMIT = 400_000
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DimBox:
     """One view dimension: `lo` and `size` (expressions of loop/task indices).
 
@@ -48,8 +48,8 @@ class DimBox:
     fallback: bool = False
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ArgView:
     """The task-level view of one tensor argument: whole tensor or a box."""
 

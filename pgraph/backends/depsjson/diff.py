@@ -34,8 +34,8 @@ Slot = tuple[str, int]
 ALLOC: Slot = ("alloc", 0)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Side:
     """One side of a comparison: its display name, graph and, for a spec, its notes and dep spans."""
 
@@ -45,8 +45,8 @@ class Side:
     edge_spans: dict[tuple[int, int], Span] = attrs.field(factory=dict)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Change:
     """One group of differences: `kind` (task removed/added/changed, edge removed/added/changed),
     `what` (dispatch names and detail), how many, per layer (None: outside the layer loop),
@@ -62,8 +62,8 @@ class Change:
     first: int
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class LayerRow:
     """Counts of one layer (None: the entry's tasks outside the layer loop): compute tasks,
     dummies, SPMD blocks, explicit dep entries and distinct explicit (pred, succ) pairs whose
@@ -76,8 +76,8 @@ class LayerRow:
     edges: int = 0
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DiffResult:
     """Grouped changes (in aligned submit order of their first item), the first divergence,
     per-layer rows of both sides (empty without a spec side), edges implied by task changes."""

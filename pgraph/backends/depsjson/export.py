@@ -47,8 +47,8 @@ EXTERNAL_BASE, EXTERNAL_STEP = 1 << 48, 1 << 40
 HEAP_BASE, HEAP_ALIGN = 1 << 32, 1024  # PTO2_PACKED_OUTPUT_ALIGN
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TaskNote:
     """What the spec says about one task id: its label (`gate_proj.late[n=6,k=0]@L=1`), the
     declaration's span, the dispatch and phase names, the layer (None outside the layer loop)."""
@@ -62,8 +62,8 @@ class TaskNote:
     kernel: str | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class SpecSide:
     """A spec's deps.json with its spans: notes per task id (alloc tasks included) and the span
     of the dep that declares each explicit (pred, succ) pair."""

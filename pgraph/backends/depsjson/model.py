@@ -64,8 +64,8 @@ def fnv1a_tensor_id(addr: int, version: int) -> int:
     return h
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Region:
     """A strided region of a buffer: dtype (simpler `DataType` spelling), shape and strides (elements),
     start offset (elements from the buffer's base)."""
@@ -76,8 +76,8 @@ class Region:
     strides: tuple[int, ...]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepsArg:
     """One tensor argument of a task: position `idx`, tag `type`, the tensor it names, its region."""
 
@@ -87,8 +87,8 @@ class DepsArg:
     region: Region
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepsTask:
     """One submitted task (a compute task or a dummy; alloc tasks are not listed).
 
@@ -118,8 +118,8 @@ class DepsTask:
         return self.kernel_ids == (-1, -1, -1)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepsTensor:
     """One buffer version: id, base address, version, element dtype, element count."""
 
@@ -130,8 +130,8 @@ class DepsTensor:
     buffer_numel: int
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepsEdge:
     """One edge record: producer and consumer ids, the consumer's argument (-1: explicit), why
     (`source`), the fanin flags; for creator/tensormap the tensor and the consumer's region, for
@@ -148,8 +148,8 @@ class DepsEdge:
     producer: Region | None = None
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Quirks:
     """What the reader met and tolerated: ids written as integers, overflow records merged,
     repeated (pred, succ) pairs, preds that are alloc tasks (absent from tasks[])."""
@@ -160,8 +160,8 @@ class Quirks:
     alloc_preds: int = 0
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class DepsGraph:
     """A deps.json: tasks in submit order, tensors, edges in file order, and the reader's quirks."""
 

@@ -41,8 +41,8 @@ class BindError(Exception):
     """The plan cannot be bound to kernel arguments (an internal inconsistency)."""
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ParamBinding:
     """One kernel parameter of one block call."""
 
@@ -56,8 +56,8 @@ class ParamBinding:
     write_boxes: tuple[Box, ...] = ()
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class BlockCall:
     """A kernel call: block index (None for a whole sync_start grid), arguments, accesses."""
 

@@ -37,8 +37,8 @@ from pgraph import records
 MIN_COSINE = 0.999
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Check:
     """One comparator: tolerance, allowed failing fraction, and where it comes from."""
 
@@ -106,8 +106,8 @@ def checks_for(fixture: str, layers: int, weights: str = "distinct") -> tuple[Ch
     raise ValueError(f"unknown fixture '{fixture}' (current or tier)")
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class CheckResult:
     """One comparator applied to one output: failing live elements and failing pad elements."""
 
@@ -136,8 +136,8 @@ class CheckResult:
         return f"{self.check.name}: {self.render()[:-1]}; needs {self.check.need()})"
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Comparison:
     """Outcome of comparing one output with the reference under the deciding comparators.
 

@@ -58,8 +58,8 @@ class ReadOnlyStorage(DenseStorage):
         raise KernelFault("input tensors are read-only")
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class _Pending:
     """A `checked` argument: the kernel's copy and its state before the call."""
 

@@ -45,8 +45,8 @@ from pgraph.ir.program import Program
 from pgraph.kinds import Storage as Placement
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Dist:
     """A distribution: `normal` (a = mean, b = std), `uniform` on [a, b) or `const` a.
 
@@ -123,8 +123,8 @@ ROPE_THETA = 10000.0
 _CHUNK = 1 << 22
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Geometry:
     """Model sizes of one run, read from the folded spec constants."""
 
@@ -153,8 +153,8 @@ class Geometry:
                    c["CACHE_ROWS"])
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class LayeredTensor:
     """A per-layer external tensor: the shape and dtype of one layer's rows, its distribution."""
 

@@ -46,8 +46,8 @@ Tensor = np.ndarray | GuardedTensor
 KERNELS: dict[str, Kernel] = {}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class BlockContext:
     """What a kernel knows about its launch: block index (None = the whole sync_start grid)."""
 

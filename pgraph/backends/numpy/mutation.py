@@ -85,8 +85,8 @@ def without_edge(plan: Plan, u: int, v: int) -> Iterator[None]:
         g.add_edge(u, v, **data)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class MutationResult:
     """The outcome for one deleted edge (None: that check was not run)."""
 

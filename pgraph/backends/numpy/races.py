@@ -25,8 +25,8 @@ from pgraph.kinds import AccessKind
 
 Access = BlockAccess
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class RaceReport:
     """Two unordered conflicting accesses: `first` was submitted before `second`."""
 

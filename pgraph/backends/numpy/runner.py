@@ -192,8 +192,8 @@ class Session:
         return NoiseFloor(self.compare(wide.out, self.golden.out), self.compare(wide.residual, self.golden.residual))
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class NoiseFloor:
     """Comparisons of the f64-projection reference with the f32 reference: bf16 `out`, f32 residual."""
 

@@ -57,8 +57,8 @@ class ZeroIdle:
         return max(0.0, self.upto(b) - self.upto(a)) if b > a else 0.0
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Waits:
     """The four waits of one task (µs)."""
 

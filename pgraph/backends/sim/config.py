@@ -22,8 +22,8 @@ class ConfigError(Exception):
     """A timing file or `--set` override that names an unknown figure or has a bad value."""
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Figure:
     """One figure of the TOML: its value and where it comes from (a measurement, a derivation, an assumption)."""
 
@@ -81,8 +81,8 @@ def _check_value(name: str, value: Any) -> None:
         raise ConfigError(f"{name} must not be negative, got {value}")
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class SimConfig:
     """Every figure by `section.key`; typed accessors for the engine.
 

@@ -29,8 +29,8 @@ from .records import Shape, TaskRecord
 CORES_PER_BLOCK = {Shape.AIC: 1, Shape.AIV: 1, Shape.MIX: 3}
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class BlockCost:
     """What one block of a task needs: HBM bytes, a compute floor, a bandwidth cap (or a fixed duration).
 

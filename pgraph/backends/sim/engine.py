@@ -112,8 +112,8 @@ class TaskState:
     blocks: list[Block] = attrs.Factory(list)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Stall:
     """No event can fire and work remains: what waits on what, and who holds which resource."""
 
@@ -123,8 +123,8 @@ class Stall:
     details: tuple[str, ...]
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Result:
     """A finished (or stalled) run: timelines per task and block, core busy spans, thread phases."""
 

@@ -33,8 +33,8 @@ class Shape(enum.StrEnum):
 RETAIN_PROVENANCE = frozenset({"explicit", "carried", "creator"})
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Producer:
     """One WAIT edge into a task: the producer's record id and the edge's provenance set."""
 
@@ -47,8 +47,8 @@ class Producer:
         return any(p in RETAIN_PROVENANCE for p in self.provenance)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class TaskRecord:
     """One submitted task in submit order.
 
@@ -101,8 +101,8 @@ class TaskRecord:
         return self.shape in (Shape.AIC, Shape.AIV, Shape.MIX)
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class ScopeRecord:
     """One runtime scope instance (`PTO2_SCOPE`): its ring, parent and when it closes.
 
@@ -118,8 +118,8 @@ class ScopeRecord:
     label: str = ""
 
 
-@records.shared_repr
-@attrs.frozen(repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class SimGraph:
     """What one simulation runs: tasks in submit order, scope instances, the layer count."""
 
