@@ -7,7 +7,6 @@ pgraph: please report it), 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -230,6 +229,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan, bag = plan_program(args.spec, _options(args))
     if plan is None or bag.has_errors:
         if args.format == "json":
+            import json
+
             print(json.dumps({"diagnostics": [diagnostic_json(d) for d in bag.sorted()]}, indent=2, sort_keys=True))
         else:
             _emit_diagnostics(bag, notes=args.notes)

@@ -5,8 +5,8 @@ text this driver does not accept is parsed again by Lark itself, whose exception
 diagnostics are made from (`pgraph.frontend.parser`). This module only makes the common case,
 a valid spec, cheap in a fresh process: importing Lark, loading its saved parser and compiling
 the contextual lexer's scanners (78 of its 128 for the decode spec) cost ~0.1 s before the first token, and Lark's parse-tree
-layers another ~20 µs per token. Here the tables are plain data (`grammar/pgl.tables`, written
-by `python3 -m pgraph.frontend.parser` from Lark's own objects: its LALR states, rules, child
+layers another ~20 µs per token. Here the tables are plain data (the generated module
+`pgraph.frontend.pgl_tables`, written by `python3 -m pgraph.frontend.parser` from Lark's own objects: its LALR states, rules, child
 filters and each state's lexer terminals) and the driver calls the AST builder's rule methods
 during the reductions, so no parse tree is built.
 
@@ -30,15 +30,14 @@ program in the tests (tests/unit/test_lalr.py):
 from __future__ import annotations
 
 import functools
-import json
 import re
-from pathlib import Path
 from typing import Any
 
-#: The package data file of the tables; it starts with TABLES_MAGIC and the digest of the
-#: grammar it was built from (`pgraph.frontend.parser.grammar_digest`).
-TABLES_FILE = "pgl.tables"
-TABLES_MAGIC = b"pgraph-tables-1 "
+#: The generated module of the tables: GRAMMAR_DIGEST, the digest of the grammar they were
+#: built from (`pgraph.frontend.parser.grammar_digest`), and TABLES. A module, loaded from its
+#: bytecode like any other (~1 ms), where a JSON file would cost the json import and decoding
+#: (~4 ms of every start).
+TABLES_MODULE = "pgraph.frontend.pgl_tables"
 
 
 class Token(str):
@@ -117,28 +116,20 @@ class _Inline:
         self.height = height
 
 
-def tables_path() -> Path | None:
-    """grammar/pgl.tables: the source checkout's, else the installed package data."""
-    from pgraph.frontend.parser import _grammar_file
-
-    return _grammar_file(TABLES_FILE)
-
-
 @functools.cache
 def load_tables(digest: bytes) -> dict[str, Any] | None:
-    """The saved tables when they were built from the grammar of `digest`, else None."""
-    path = tables_path()
-    if path is None:
-        return None
-    data = path.read_bytes()
-    head, _, body = data.partition(b"\n")
-    if head != TABLES_MAGIC + digest:
-        return None
+    """The saved tables when they were built from the grammar of `digest`, else None (stale,
+    missing, or not the shape written)."""
+    import importlib
+
     try:
-        tables = json.loads(body)
-    except ValueError:
+        module = importlib.import_module(TABLES_MODULE)
+    except ImportError:
         return None
-    return tables if isinstance(tables, dict) else None
+    tables = getattr(module, "TABLES", None)
+    if getattr(module, "GRAMMAR_DIGEST", None) != digest.decode("ascii") or not isinstance(tables, dict):
+        return None
+    return tables
 
 
 class Driver:
@@ -653,6 +644,18 @@ def _char_scanners(terminals: list[tuple[str, str]]) -> tuple[list[list[int]], l
     return lists, of_char
 
 
-def dump_tables(tables: dict[str, Any], digest: bytes) -> bytes:
-    """The bytes of grammar/pgl.tables: the magic and digest line, then the tables as JSON."""
-    return TABLES_MAGIC + digest + b"\n" + json.dumps(tables, separators=(",", ":")).encode("ascii") + b"\n"
+def dump_tables(tables: dict[str, Any], digest: bytes) -> str:
+    """The text of the module `pgraph.frontend.pgl_tables`: the grammar digest and the tables
+    (JSON's types: lists, not tuples), one literal printed with `pprint`."""
+    import json
+    import pprint
+
+    plain = json.loads(json.dumps(tables))
+    body = pprint.pformat(plain, width=110, compact=True, sort_dicts=False)
+    return ('"""The start-up parser\'s tables (`pgraph.frontend.lalr`): generated from grammar/pgl.lark by\n'
+            "`python3 -m pgraph.frontend.parser`; do not edit (tests/unit/test_lalr.py checks them).\"\"\"\n\n"
+            "# ruff: noqa\n"
+            "# mypy: ignore-errors\n"
+            "from typing import Any\n\n"
+            f"GRAMMAR_DIGEST = {digest.decode('ascii')!r}\n\n"
+            f"TABLES: dict[str, Any] = {body}\n")

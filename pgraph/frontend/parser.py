@@ -76,7 +76,7 @@ def load_saved_parser(text: str) -> lark.Lark | None:
 
 def save_parser(path: Path) -> None:
     """Build the parser from the grammar and write its tables with their grammar digest to `path`
-    (Lark's saved parser) and beside it the start-up driver's tables (`lalr.TABLES_FILE`)."""
+    (Lark's saved parser), and the start-up driver's tables as the module `lalr.TABLES_MODULE`."""
     text = _grammar_text()
     built = build_parser(text)
     tmp = path.with_suffix(".tmp")
@@ -84,9 +84,9 @@ def save_parser(path: Path) -> None:
         f.write(TABLES_MAGIC + grammar_digest(text) + b"\n")
         built.save(f)
     tmp.replace(path)
-    tables = path.with_name(lalr.TABLES_FILE)
+    tables = Path(lalr.__file__).with_name("pgl_tables.py")
     tmp = tables.with_suffix(".tmp")
-    tmp.write_bytes(lalr.dump_tables(lalr.build_tables(built), grammar_digest(text)))
+    tmp.write_text(lalr.dump_tables(lalr.build_tables(built), grammar_digest(text)), encoding="utf-8")
     tmp.replace(tables)
 
 
@@ -649,8 +649,8 @@ def _too_deep(tree: lark.Tree[Any]) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python3 -m pgraph.frontend.parser`: rewrite grammar/pgl.lalr and grammar/pgl.tables
-    from grammar/pgl.lark."""
+    """`python3 -m pgraph.frontend.parser`: rewrite grammar/pgl.lalr and
+    pgraph/frontend/pgl_tables.py from grammar/pgl.lark."""
     path = Path(__file__).resolve().parents[2] / "grammar" / TABLES_FILE
     if not path.parent.is_dir():
         print("run from a source checkout (grammar/ next to pgraph/)", file=sys.stderr)
