@@ -86,6 +86,11 @@ class Expander:
         self.work = 0
         self.fast_dispatch: dict[str, bool] = {}
         self.box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = {}
+        self._static_shapes: dict[tuple[int, tuple[str, ...]], Any] = {}  # `task_shape`'s per dispatch part
+        self._touched_names: dict[int, list[str]] = {}
+        # (loops, iteration) -> tensor name -> (tensor, buffer key): `resolve_buffer` depends on
+        # the values of the loops of the nest only (and the window's last iterations)
+        self._resolved: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[str, tuple[str, BufferKey]]] = {}
 
     def drop_unsubmitted_dummies(self) -> None:
         """Remove every dep-carrying dummy none of whose deps reached a task: the generated code
@@ -226,7 +231,7 @@ class Expander:
             return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
         iters_by_loop = dict(zip(d.loops, iters))
         env0 = self.env_for(d, iters)
-        shape = self.task_shape(d, iters_by_loop) if d.kind is not TaskKind.DUMMY else None
+        shape = self.task_shape(d, iters, iters_by_loop) if d.kind is not TaskKind.DUMMY else None
         suffix = iters_label(self.p, d.loops, iters)
         head = d.name + ("[" + ",".join(f"{a.var}={{}}" for a in d.task_axes) + "]" if d.task_axes else "")
         task_vars = [a.var for a in d.task_axes]
@@ -271,45 +276,93 @@ class Expander:
         """An expression that fails to evaluate, once per source position (not per instance)."""
         self.issue(EvalIssue(e.span, where, e.message), ("eval", e.span))
 
-    def task_shape(self, d: ir.Dispatch, iters_by_loop: dict[int, int]) -> _TaskShape:
-        """What every task of `d` in one loop iteration evaluates: resolved buffers, compiled regions."""
-        fast = self.fast(d)
-        accesses = []
-        for acc in d.accesses:
-            tname, key = self.buffer(acc.region.tensor, iters_by_loop)
-            shape = self.p.tensors[tname].shape
-            items = [(it.var, range(it.lo, it.hi)) for it in acc.items]
-            accesses.append((acc.kind, acc.region, self.box_function(acc.region, shape, fast), shape, tname, key,
-                             acc.region.indirect is not None, items))
-        args = []
-        for i, arg in enumerate(d.args):
-            if arg.region is None:
-                continue
-            tname, key = self.buffer(arg.region.tensor, iters_by_loop)
-            shape = self.p.tensors[tname].shape
-            args.append((i, arg, self.box_function(arg.region, shape, fast), shape, tname, key))
+    def task_shape(self, d: ir.Dispatch, iters: tuple[int, ...], iters_by_loop: dict[int, int]) -> _TaskShape:
+        """What every task of `d` in iteration `iters` of its loops evaluates: resolved buffers,
+        compiled regions.
+
+        Only the buffers depend on the iteration, and they are resolved once per tensor name
+        and iteration of a loop nest; the rest (shapes, compiled regions, the one-block plan) is
+        made once per dispatch and tensor names (`_static_shape`)."""
+        at = self._resolved.get((d.loops, iters))
+        if at is None:
+            at = self._resolved[(d.loops, iters)] = {}
+        resolved = []
+        for t in self._touched(d):
+            r = at.get(t)
+            if r is None:
+                r = at[t] = self.buffer(t, iters_by_loop)
+            resolved.append(r)
+        names = tuple(r[0] for r in resolved)
+        key = (id(d), names)  # (the program keeps its dispatches alive)
+        static = self._static_shapes.get(key)
+        if static is None:
+            static = self._static_shapes[key] = self._static_shape(d, names)
+        acc_static, arg_static, simple_static = static
+        n = len(acc_static)
+        accesses = [(kind, region, fn, shape, tname, bkey, indirect, items)
+                    for (kind, region, fn, shape, indirect, items), (tname, bkey) in zip(acc_static, resolved)]
+        args = [(i, arg, fn, shape, tname, bkey)
+                for (i, arg, fn, shape), (tname, bkey) in zip(arg_static, resolved[n:])]
         simple = None
-        if not d.block_axes and all(a[2] is not None and not a[7] for a in accesses) and \
-                all(a[2] is not None for a in args):
-            # one block, no items, every region compiled: each distinct region once, by slot
+        if simple_static is not None:
+            fns, acc_slots, arg_slots, work = simple_static
+            simple = (fns,
+                      [(kind, slot, tname, bkey, indirect)
+                       for (kind, slot, indirect), (tname, bkey) in zip(acc_slots, resolved)],
+                      [(slot, param, tname, bkey, indirect)
+                       for (slot, param, indirect), (tname, bkey) in zip(arg_slots, resolved[n:])],
+                      work)
+        return accesses, args, simple
+
+    def _touched(self, d: ir.Dispatch) -> list[str]:
+        """The tensor names `d` resolves per iteration: its accesses', then its tensor arguments'."""
+        got = self._touched_names.get(id(d))
+        if got is None:
+            got = [acc.region.tensor for acc in d.accesses]
+            got += [arg.region.tensor for arg in d.args if arg.region is not None]
+            self._touched_names[id(d)] = got
+        return got
+
+    def _static_shape(self, d: ir.Dispatch, names: tuple[str, ...]) -> Any:
+        """`task_shape` without the buffer keys: per access (kind, region, compiled box, shape,
+        indirect, items), per tensor argument (index, argument, compiled box, shape), and for a
+        task without items whose regions all compiled, each distinct region once by slot
+        (`_simple_args`)."""
+        fast = self.fast(d)
+        tensors = self.p.tensors
+        acc_static = []
+        for acc, tname in zip(d.accesses, names):
+            shape = tensors[tname].shape
+            items = [(it.var, range(it.lo, it.hi)) for it in acc.items]
+            acc_static.append((acc.kind, acc.region, self.box_function(acc.region, shape, fast), shape,
+                               acc.region.indirect is not None, items))
+        arg_static = []
+        with_region = [(i, arg) for i, arg in enumerate(d.args) if arg.region is not None]
+        for (i, arg), tname in zip(with_region, names[len(acc_static):]):
+            assert arg.region is not None  # (with_region)
+            shape = tensors[tname].shape
+            arg_static.append((i, arg, self.box_function(arg.region, shape, fast), shape))
+        simple_static = None
+        if all(a[2] is not None and not a[5] for a in acc_static) and all(a[2] is not None for a in arg_static):
+            # no items, every region compiled: each distinct region once per block, by slot
             slots: dict[int, int] = {}
             fns: list[Any] = []
-            acc_plan = []
-            for kind, region, fn, _shape, tname, key, indirect, _items in accesses:
+            acc_slots = []
+            for kind, region, fn, _shape, indirect, _items in acc_static:
                 slot = slots.setdefault(id(region), len(fns))
                 if slot == len(fns):
                     fns.append(fn)
-                acc_plan.append((kind, slot, tname, key, indirect))
-            arg_plan = []
-            for _i, arg, fn, _shape, tname, key in args:
+                acc_slots.append((kind, slot, indirect))
+            arg_slots = []
+            for _i, arg, fn, _shape in arg_static:
                 ref = arg.region
-                assert ref is not None  # task_shape keeps the arguments with a region
+                assert ref is not None  # (with_region)
                 slot = slots.setdefault(id(ref), len(fns))
                 if slot == len(fns):
                     fns.append(fn)
-                arg_plan.append((slot, arg.param, tname, key, ref.indirect is not None))
-            simple = (fns, acc_plan, arg_plan, 1 + len(acc_plan) + len(arg_plan))
-        return accesses, args, simple
+                arg_slots.append((slot, arg.param, ref.indirect is not None))
+            simple_static = (fns, acc_slots, arg_slots, 1 + len(acc_slots) + len(arg_slots))
+        return acc_static, arg_static, simple_static
 
     def fast(self, d: ir.Dispatch) -> bool:
         """True when `d`'s index values are small enough for the compiled fast path (pgraph.expand.compiled)."""
@@ -339,7 +392,7 @@ class Expander:
         """
         accesses, args, simple = shape
         if simple is not None:
-            got = self._simple_args(simple, env)
+            got = self._simple_args(simple, env) if not d.block_axes else self._blocked_args(simple, d.block_axes, env)
             if got is not None:
                 return got
         blocks: list[BlockAccesses] = []
@@ -425,6 +478,36 @@ class Expander:
             if box is not None:
                 out.append(ArgBox(param, tname, key, tuple(box), indirect))
         return out
+
+    def _blocked_args(self, simple: Any, block_axes: tuple[ir.IAxis, ...], env: dict[str, int]) -> list[ArgBox] | None:
+        """`task_args` of an SPMD task whose regions are all compiled and have no items: per
+        block each distinct region once, the same accesses, argument bounding boxes over the
+        blocks and work count; None when a region function fails in some block (the general
+        path then evaluates the task exactly and records the issue)."""
+        fns, acc_plan, arg_plan, work = simple
+        block_vars = [a.var for a in block_axes]
+        blocks: list[BlockAccesses] = []
+        bounds: list[list[tuple[int, int]] | None] = [None] * len(arg_plan)
+        try:
+            for bidx in axis_values(block_axes):
+                for var, v in zip(block_vars, bidx):
+                    env[var] = v
+                boxes = [fn(env) for fn in fns]
+                acc_out = empty_accesses()
+                for kind, slot, tname, key, indirect in acc_plan:
+                    acc_out[kind].append(BlockAccess(tname, key, boxes[slot], indirect))
+                blocks.append(acc_out)
+                for j, (slot, _param, _tname, _key, _indirect) in enumerate(arg_plan):
+                    box = boxes[slot]
+                    prev = bounds[j]
+                    bounds[j] = list(box) if prev is None else [
+                        (p0 if p0 < b0 else b0, p1 if p1 > b1 else b1) for (p0, p1), (b0, b1) in zip(prev, box)]
+        except Exception:  # noqa: BLE001 - task_args' general path decides
+            return None
+        self.work += work * len(blocks)
+        self.g.blocks[len(self.g.instances) - 1] = blocks
+        return [ArgBox(param, tname, key, tuple(b), indirect)
+                for b, (_slot, param, tname, key, indirect) in zip(bounds, arg_plan) if b is not None]
 
     def eval_box(self, region: ir.RegionRef, fn: BoxFn | None, shape: tuple[int, ...], env: dict[str, int],
                  where: Callable[[], str]) -> Box | None:
