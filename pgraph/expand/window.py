@@ -190,24 +190,24 @@ def _bbox(ev: Evaluator, fast: BoxFn | None, region: ir.RegionRef, shape: tuple[
     if fast is None:
         return ev.region_bbox(region, shape, axes, {var: value})
     env = {var: value}
-    lo: list[int] | None = None
-    hi: list[int] = []
+    boxes = []
     try:
-        for values in axis_values(axes):
-            for a, v in zip(axes, values):
-                env[a.var] = v
-            box = fast(env)
-            if lo is None:
-                lo, hi = [b[0] for b in box], [b[1] for b in box]
-            else:
-                for i, (b0, b1) in enumerate(box):
-                    if b0 < lo[i]:
-                        lo[i] = b0
-                    if b1 > hi[i]:
-                        hi[i] = b1
+        if len(axes) == 1:  # (one block or task axis: most regions)
+            one = axes[0].var
+            for v in range(axes[0].lo, axes[0].hi):
+                env[one] = v
+                boxes.append(fast(env))
+        else:
+            for values in axis_values(axes):
+                for a, v in zip(axes, values):
+                    env[a.var] = v
+                boxes.append(fast(env))
     except Exception:  # noqa: BLE001 - the Evaluator gives the exact answer
         return ev.region_bbox(region, shape, axes, {var: value})
-    return tuple(zip(lo, hi)) if lo is not None else None
+    if not boxes:
+        return None
+    # per dimension: the least start and the greatest end over the points
+    return tuple((min(dim)[0], max(hi for _, hi in dim)) for dim in zip(*boxes))
 
 
 def _disjoint_across_iterations(entries: list[tuple[int, str, Box]], p: ir.Program) -> bool:

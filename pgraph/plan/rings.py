@@ -87,6 +87,9 @@ class _Model:
             iu, iv = g.instances[u], g.instances[v]
             if iu.kind is TaskKind.ALLOC:
                 continue
+            if iu.iters == iv.iters and iu.loops == iv.loops:
+                fan[u].same += 1  # (most edges) within one iteration: one consumer per producer, no exit, no twin
+                continue
             n = g.extra_weight(iv, iu.loops)  # real consumers per real producer
             # the windowed loops whose instance the edge leaves: the consumer is not in the loop,
             # or in another instance of it (another iteration of a loop around it)
@@ -158,6 +161,7 @@ class _Model:
                                                                    "allocs": 0, "heap": 0, "tm": 0,
                                                                    "deps_by_case": defaultdict(int)})
         plain = not g.windowed  # every instance one real task: no copies, no cases
+        fixed_of: dict[ScopeKey, tuple[int, ...]] = {}  # per scope instance: its loops at the representative copy
         for inst in g.instances:
             by_loop = dict(zip(inst.loops, inst.iters))
             own = self.scope_loops[inst.scope]
@@ -170,7 +174,9 @@ class _Model:
                 deps[()] += f.same if f is not None else 0  # = entries(inst, 1, {})
             else:
                 extra = g.extra_weight(inst, own)
-                fixed = self.windowed_at_rep(own, key[1])
+                fixed = fixed_of.get(key)
+                if fixed is None:
+                    fixed = fixed_of[key] = self.windowed_at_rep(own, key[1])
                 for case in itertools.product((True, False), repeat=len(fixed)):
                     deps[case] += self.entries(inst, extra, dict(zip(fixed, case)))
             if inst.kind is TaskKind.ALLOC:
