@@ -55,19 +55,26 @@ def test_pgraph_records_print_fields() -> None:
     assert repr(ast.Include("x.pgl", span)).startswith("Include(path='x.pgl', span=Span(line=1")
 
 
-def test_every_attrs_class_shares_the_repr() -> None:
-    """Each attrs class of pgraph either shares the repr or defines its own (none compiles one)."""
-    seen = 0
+def _pgraph_attrs_classes() -> list[type]:
+    """Every attrs class pgraph defines (each module imported)."""
+    found = []
     for info in pkgutil.walk_packages(pgraph.__path__, "pgraph."):
         if info.name.endswith("__main__"):
             continue
         module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == info.name:
-                seen += 1
-                assert obj.__repr__ is records.attrs_repr or "__repr__" in obj.__dict__, obj
-                assert "<attrs generated" not in getattr(obj.__repr__, "__code__", records.attrs_repr.__code__
-                                                         ).co_filename, obj
+        found += [obj for obj in vars(module).values()
+                  if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == info.name]
+    return found
+
+
+def test_every_attrs_class_shares_the_repr() -> None:
+    """Each attrs class of pgraph either shares the repr or defines its own (none compiles one)."""
+    seen = 0
+    for obj in _pgraph_attrs_classes():
+        seen += 1
+        assert obj.__repr__ is records.attrs_repr or "__repr__" in obj.__dict__, obj
+        assert "<attrs generated" not in getattr(obj.__repr__, "__code__", records.attrs_repr.__code__
+                                                 ).co_filename, obj
     assert seen > 100
 
 
@@ -208,13 +215,7 @@ def test_only_pgraph_classes_are_cached(tmp_path: Path) -> None:
 def test_every_frozen_class_shares_value_methods() -> None:
     """attrs' own `__hash__` source holds a per-process hash, which the cache could never hit:
     every frozen pgraph class uses `records.value` (no attrs-compiled eq or hash)."""
-    seen = 0
-    for info in pkgutil.walk_packages(pgraph.__path__, "pgraph."):
-        if info.name.endswith("__main__"):
-            continue
-        module = importlib.import_module(info.name)
-        for obj in vars(module).values():
-            if isinstance(obj, type) and attrs.has(obj) and obj.__module__ == info.name and "__setattr__" in vars(obj):
-                seen += 1
-                assert obj.__eq__ is records.attrs_eq and obj.__hash__ is records.attrs_hash, obj
-    assert seen > 130
+    frozen = [obj for obj in _pgraph_attrs_classes() if "__setattr__" in vars(obj)]
+    assert len(frozen) > 130
+    for obj in frozen:
+        assert obj.__eq__ is records.attrs_eq and obj.__hash__ is records.attrs_hash, obj

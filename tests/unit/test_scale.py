@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest import mock
 
 import lark
 import pytest
@@ -110,12 +111,8 @@ def test_sweep_finds_exactly_the_overlapping_conflicting_pairs(touches) -> None:
     """With the first two dimensions swept (few touches) and with the dimensions chosen by
     their overlap (SWEEP_CHOICE_TOUCHES lowered to 0)."""
     assert conflicting_pairs(touches, _P(), numpy=False) == _brute_pairs(touches)  # type: ignore[arg-type]
-    threshold = races_module.SWEEP_CHOICE_TOUCHES
-    races_module.SWEEP_CHOICE_TOUCHES = 0
-    try:
+    with mock.patch.object(races_module, "SWEEP_CHOICE_TOUCHES", 0):
         assert conflicting_pairs(touches, _P(), numpy=False) == _brute_pairs(touches)  # type: ignore[arg-type]
-    finally:
-        races_module.SWEEP_CHOICE_TOUCHES = threshold
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
@@ -123,12 +120,8 @@ def test_sweep_finds_exactly_the_overlapping_conflicting_pairs(touches) -> None:
 def test_numpy_pairs_find_exactly_the_overlapping_conflicting_pairs(touches) -> None:
     """The NumPy products (big buffers) against every pair tested, in small chunks too."""
     assert conflicting_pairs(touches, _P(), numpy=True) == _brute_pairs(touches)  # type: ignore[arg-type]
-    chunk = races_module._CHUNK
-    races_module._CHUNK = 3
-    try:
+    with mock.patch.object(races_module, "_CHUNK", 3):
         assert conflicting_pairs(touches, _P(), numpy=True) == _brute_pairs(touches)  # type: ignore[arg-type]
-    finally:
-        races_module._CHUNK = chunk
 
 
 def test_numpy_pairs_past_int64_fall_back_to_the_sweep() -> None:
