@@ -1,29 +1,24 @@
 """Shared generated methods for pgraph's attrs classes: `@records.shared_repr` over
-`repr=False`, `@records.value` over `repr=False, eq=False`.
+`repr=False`, `@records.value` over `@attrs.frozen(repr=False, eq=False)`.
 
-attrs compiles each class's generated methods when the class is created, at import time: its
-`__repr__` is a compile of its own, `__eq__` and `__hash__` another, for the ~160 attrs
-classes pgraph defines ~20 ms and ~20 ms of every process's start (the decode rows of
-`bench/run.py`, docs/performance.md). So:
+attrs compiles each class's generated methods when the class is created, at import time
+(~0.2 ms a class; ~105 classes are loaded for a `plan`, ~165 in all). So:
 - every class is declared `repr=False` and `@records.shared_repr` above it gives it
   `attrs_repr`, which prints what attrs' own repr would (`Name(field=value, ...)`, fields with
   `repr=False` left out);
-- the frozen classes made a few times per declaration (the AST and its expressions, the
-  lowered program, diagnostics, the passes' facts) are
-  declared `@attrs.frozen(repr=False, eq=False)` under `@records.value`, which gives them that
-  repr and the equality and hash attrs would generate (`attrs_eq`, `attrs_hash`), read from the
-  class's own `attrs.fields`. They cost ~0.15 µs more per comparison than attrs' compiled
-  ones, so the classes made or hashed per task or per box (instances, spans, race conflicts)
-  keep attrs'.
+- every frozen class is declared `eq=False` under `@records.value`, which gives it that repr
+  and the equality and hash attrs would generate (`attrs_eq`, `attrs_hash`), read from the
+  class's own `attrs.fields` (~0.15 µs more per comparison than attrs' compiled ones: no pass
+  compares or hashes records in a hot loop; the mutable `define` classes keep attrs' `__eq__`).
 Everything else is plain attrs: fields, validators, `__init__`, slots, `attrs.evolve`,
 `attrs.fields`, mypy's attrs plugin.
 
-What attrs still compiles (each class's `__init__`, ~0.2 ms: ~19 ms of the ~105 classes a
-`plan` loads) is kept like Python keeps bytecode: attrs' code objects, keyed by the generated
-source and its file name, are written to `pgraph/__pycache__/attrs-methods.<python>.marshal` and read back (~0.5 ms) by the next process, so a class is compiled only
-when its generated source is new (`AttrsCodeCache`). Like a `.pyc`, the file is not written
-where Python writes no bytecode (`PYTHONDONTWRITEBYTECODE`); `python3 -m pgraph.records`
-writes it for every pgraph class on request.
+What attrs still compiles (each class's `__init__`: ~19 ms for a `plan`'s classes) is kept
+like Python keeps bytecode: attrs' code objects, keyed by the generated source and its file
+name, are written to `pgraph/__pycache__/attrs-methods.<python>.marshal` and read back
+(~0.5 ms) by the next process, so a class is compiled only when its generated source is new
+(`AttrsCodeCache`). Like a `.pyc`, the file is not written where Python writes no bytecode
+(`PYTHONDONTWRITEBYTECODE`); `python3 -m pgraph.records` writes it for every pgraph class.
 """
 
 from __future__ import annotations

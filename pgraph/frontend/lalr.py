@@ -147,6 +147,7 @@ class Driver:
         self.scanners: dict[str, Any] = {}  # character -> its scan function (`_scanner`)
         self.tails: dict[tuple[int, str], list[tuple[str, str | None, Any]]] = {}  # `_fallback`'s tries
         self.single: dict[str, re.Pattern[str]] = {}
+        self.master: Any = None  # the alternation of all terminals (`_scanner`, beyond ASCII)
         self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
         self.ignore = frozenset(tables["ignore"])
         self.newline = frozenset(tables["newline"])
@@ -178,7 +179,9 @@ class Driver:
         code = ord(char)
         which = self.scanner_of[code] if code < 128 else None
         if which is None:
-            master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals)).match
+            if self.master is None:  # compiled once, when a text first has a character beyond ASCII
+                self.master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals)).match
+            master = self.master
 
             def scan(text: str, pos: int) -> tuple[str, str] | None:
                 m = master(text, pos)
