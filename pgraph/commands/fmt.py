@@ -2,7 +2,8 @@
 
 Exit codes: 0 every file is (now) canonical; 1 a file has a syntax error (PG001, nothing
 written), or with `--check` a file would change (nothing written); 2 usage error (a file
-that cannot be read or written). Files are rewritten atomically and only when they change.
+that cannot be read or written). Files are rewritten atomically and only when they change;
+a file that starts with a UTF-8 byte-order mark keeps it (the reader drops it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,17 @@ from pgraph.frontend.loader import read_spec
 from pgraph.frontend.parser import parse_source
 
 __all__ = ["format_text", "run"]
+
+_BOM = "\ufeff"
+
+
+def _has_bom(path: Path) -> bool:
+    """Whether the file starts with the UTF-8 byte-order mark (False when it cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(3) == b"\xef\xbb\xbf"
+    except OSError:
+        return False
 
 
 def format_text(text: str, name: str, bag: DiagnosticBag) -> str | None:
@@ -40,7 +52,7 @@ def run(args: argparse.Namespace, emit: Callable[[DiagnosticBag], None],
             continue
         changed.append(name)
         if not args.check:
-            write(Path(name), text)
+            write(Path(name), _BOM + text if _has_bom(Path(name)) else text)
     if bag.items:
         emit(bag)
     verb = "would reformat" if args.check else "reformatted"

@@ -110,6 +110,20 @@ def test_fmt_check_and_write(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == proc.stderr == ""
 
 
+def test_fmt_keeps_a_byte_order_mark(tmp_path: Path) -> None:
+    """A file that starts with a UTF-8 BOM is rewritten with it (the reader drops it); a file
+    that differs from the canonical text only by its BOM is left alone."""
+    spec = tmp_path / "a.pgl"
+    spec.write_bytes(b"\xef\xbb\xbfconst  A=1\n")
+    assert main(["fmt", str(spec)]) == 0
+    assert spec.read_bytes() == b"\xef\xbb\xbfconst A = 1\n"
+    assert main(["fmt", "--check", str(spec)]) == 0
+    plain = tmp_path / "b.pgl"
+    plain.write_bytes(b"const  B=2\n")
+    assert main(["fmt", str(plain)]) == 0
+    assert plain.read_bytes() == b"const B = 2\n"  # no BOM added
+
+
 def test_fmt_of_a_syntax_error_is_pg001_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "bad.pgl"
     spec.write_text("const A = \n")
