@@ -23,6 +23,9 @@ os.environ.setdefault("PGRAPH_VERIFY", "1")
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 HEAD_SPEC = SPECS / "decode_layer.pgl"
+#: what a test's subprocess with an environment of its own keeps from this one: where Python is
+#: asked to write no bytecode (PYTHONDONTWRITEBYTECODE, .ci/run), neither does the child
+KEEP_ENV = {k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ}
 VARIANT_762 = SPECS / "variants" / "decode_layer_762.pgl"
 
 #: The layer-0 edges that order no data (by hand): seed_dummy does no work, so its three

@@ -19,7 +19,7 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.frontend.parser import parse_source
 from pgraph.frontend.unparse import unparse
 from pgraph.source import SourceFile, Span
-from tests.conftest import HEAD_SPEC, ROOT
+from tests.conftest import HEAD_SPEC, KEEP_ENV, ROOT
 
 GOLDEN = ROOT / "tests" / "golden" / "ir"
 EXAMPLES = sorted(p for p in (ROOT / "tests" / "examples").glob("*.pgl") if "entry " in p.read_text(encoding="utf-8"))
@@ -97,6 +97,6 @@ def test_dumps_are_identical_across_processes_and_hash_seeds() -> None:
     for seed in ("0", "1", "4242"):
         run = subprocess.run([sys.executable, "-m", "pgraph", "check", str(HEAD_SPEC), "--emit", "ir"],
                              capture_output=True, text=True, cwd=ROOT, check=True,
-                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin", **KEEP_ENV})
         outs.add(run.stdout)
     assert len(outs) == 1

@@ -7,7 +7,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import KEEP_ENV, ROOT
 
 
 def _declared() -> set[str]:
@@ -37,5 +37,5 @@ def test_wheel_runs_without_the_checkout(tmp_path: Path) -> None:
              "from pgraph.explain import explain; text = explain('PG013'); "
              "assert 'Failing' in text, text; print('ok')")
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, timeout=120)
+                         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", **KEEP_ENV}, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -162,12 +162,12 @@ def test_plan_json_is_identical_across_processes_and_hash_seeds(tmp_path: Path) 
     import subprocess
     import sys
 
-    from tests.conftest import HEAD_SPEC, ROOT
+    from tests.conftest import HEAD_SPEC, KEEP_ENV, ROOT
 
     outs = set()
     for seed in ("0", "7", "99"):
         run = subprocess.run([sys.executable, "-m", "pgraph", "plan", str(HEAD_SPEC.relative_to(ROOT)), "--format",
                               "json"], capture_output=True, text=True, cwd=ROOT, check=True,
-                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"})
+                             env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin", **KEEP_ENV})
         outs.add(run.stdout)
     assert len(outs) == 1
