@@ -558,6 +558,11 @@ def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         detail = _describe(err, file.text)
         at_end = span.line == len(file.lines or [""]) and span.col == len((file.lines or [""])[-1]) + 1
         opened = open_block(file) if at_end else None
+        if opened is None and _starts_top_level_item(file, span):
+            # a declaration only the top level holds, inside a block: that block lost its `}`
+            opened = open_block(file, before=(span.line, span.col))
+            if opened is not None:
+                friendly = None
         notes = [Note(f"this `{{` of {opened[1]} is never closed", opened[0])] if opened else []
         if friendly:
             fix = missing_comma(file, span) if friendly[0].startswith("items in a list are separated by") else None
@@ -597,11 +602,32 @@ def missing_comma(file: SourceFile, at: Span) -> Fix | None:
     return None
 
 
-def open_block(file: SourceFile) -> tuple[Span, str] | None:
-    """The innermost `{` never closed in `file` (comments and strings skipped), with the words
-    before it on its line (`entry decode_fwd_layers`), or None when braces balance."""
+#: The words that start a declaration only the top level of a file holds (grammar/pgl.lark
+#: `item`; tensor, view and assert are statements inside scopes too).
+TOP_LEVEL_ONLY = frozenset({"include", "const", "scalar", "kernel", "extern", "kernels", "entry", "target",
+                            "cost", "budget", "fragment"})
+
+
+def _starts_top_level_item(file: SourceFile, at: Span) -> bool:
+    """Whether the syntax error at `at` is the first word of its line and one that starts a
+    top-level declaration (`budget`, `kernel`, `entry`, ...)."""
+    text = file.line(at.line)
+    if text[:at.col - 1].strip():
+        return False
+    word = text[at.col - 1:].split(None, 1)
+    return bool(word) and word[0] in TOP_LEVEL_ONLY
+
+
+def open_block(file: SourceFile, before: tuple[int, int] | None = None) -> tuple[Span, str] | None:
+    """The innermost `{` never closed in `file` (comments and strings skipped), or before the
+    (line, column) `before`, with the words before it on its line (`entry decode_fwd_layers`);
+    None when the braces balance there."""
     stack: list[tuple[int, int]] = []
     for number, text in enumerate(file.lines, 1):
+        if before is not None and number > before[0]:
+            break
+        if before is not None and number == before[0]:
+            text = text[:before[1] - 1]
         i = 0
         while i < len(text):
             ch = text[i]

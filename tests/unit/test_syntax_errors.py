@@ -192,3 +192,50 @@ def test_control_character_is_named(char: str, code: str) -> None:
 
 def test_printable_character_is_shown() -> None:
     assert "unexpected character '$'" in pg001("entry e { $ }\n").message
+
+
+# ---- a block that lost its `}` before a top-level declaration -------------------------------------
+
+_HEAD = "kernel k aiv (a : in f32[16])\ntensor x : f32[16] external\n"
+LOST_BRACE = [  # (text, line and column of the `{` that is never closed)
+    (_HEAD + "entry e {\n  at t { call k(x) }\nbudget b <= 3\n", (3, 9)),
+    (_HEAD + "entry e {\n  manual scope {\n    at t { call k(x) }\n}\nconst A = 1\n", (3, 9)),
+    (_HEAD + "entry e {\n  manual scope {\n    at t { call k(x) }\n\nkernel j aiv (a : in f32[16])\n", (4, 16)),
+    ("fragment f {\n  at t { call k(x) }\n  include \"x.pgl\"\n", (1, 12)),
+    (_HEAD + "entry e {\n  for L in 0..2 {\n    at t { call k(x) }\n  }\nentry g { }\n", (3, 9)),
+]
+
+
+@pytest.mark.parametrize(("text", "where"), LOST_BRACE, ids=[t.splitlines()[-1][:20] for t, _ in LOST_BRACE])
+def test_top_level_declaration_inside_a_block_names_the_unclosed_brace(text: str, where: tuple[int, int]) -> None:
+    """A declaration only the top level holds (budget, const, kernel, include, entry), found
+    inside a block: the block before it lost its `}`; the note points at that block's `{`."""
+    diag = pg001(text)
+    assert diag.message.startswith("a block is not closed with '}' ("), diag.message
+    assert [(n.span.line, n.span.col) for n in diag.notes if n.span is not None] == [where]
+    assert diag.span is not None and diag.span.col == text.splitlines()[diag.span.line - 1].index(
+        text.splitlines()[diag.span.line - 1].strip()) + 1
+
+
+def test_real_spec_with_its_entry_brace_deleted() -> None:
+    """The decode spec with the `}` that closes its entry deleted: the error is at the first
+    `budget` line, and the note at the entry's `{` (both read off the spec here)."""
+    from tests.conftest import HEAD_SPEC
+
+    lines = HEAD_SPEC.read_text(encoding="utf-8").split("\n")
+    budget = next(i for i, line in enumerate(lines) if line.startswith("budget"))
+    closing = max(i for i in range(budget) if lines[i].startswith("}"))
+    entry = next(i for i, line in enumerate(lines) if line.startswith("entry "))
+    del lines[closing]
+    diag = pg001("\n".join(lines))
+    assert diag.message.startswith("a block is not closed with '}' (unexpected 'budget'")
+    assert diag.span is not None and (diag.span.line, diag.span.col) == (budget, 1)  # one line up: 1-based
+    assert [(n.span.line, n.span.col) for n in diag.notes if n.span is not None] == [
+        (entry + 1, lines[entry].index("{") + 1)]
+
+
+def test_a_statement_at_column_one_inside_a_block_keeps_its_message() -> None:
+    """Only top-level declarations count: a misplaced scope statement is not a lost brace."""
+    diag = pg001(_HEAD + "entry e {\nfoo\n}\n")
+    assert diag.message.startswith("a statement inside a scope must start with a keyword"), diag.message
+    assert not diag.notes
