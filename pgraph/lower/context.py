@@ -45,15 +45,17 @@ MAX_CHAIN = 100
 
 
 class Env:
-    """Names visible in an expression: folded values (lets), and variables left free."""
+    """Names visible in an expression: folded values (lets), variables left free, and the lets
+    whose value failed (reported once, where the let is: a use of one is no second error)."""
 
-    def __init__(self, values: Mapping[str, Expr], variables: Iterable[str] = ()) -> None:
+    def __init__(self, values: Mapping[str, Expr], variables: Iterable[str] = (), failed: Iterable[str] = ()) -> None:
         self.values = dict(values)
         self.variables = set(variables)
+        self.failed = set(failed)
 
     def child(self) -> Env:
         """A nested environment: later lets and variables do not leak out of it."""
-        return Env(self.values, self.variables)
+        return Env(self.values, self.variables, self.failed)
 
 
 @records.value
@@ -320,6 +322,9 @@ class LowerContext:
                 continue
             if name in env.values:
                 values[name] = env.values[name]
+                continue
+            if name in env.failed and name not in self.const_decls:
+                ok = False  # a let whose value failed: its error is reported already
                 continue
             node = find_name(expr, name)
             value = self.const_value(name) if name in self.const_decls else None

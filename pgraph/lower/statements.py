@@ -26,6 +26,8 @@ def walk(ctx: LowerContext, block: ast.Block, where: Where) -> None:
                 folded = None if ctx.let_shadows(stmt, where.env) else ctx.fold(stmt.expr, where.env)
                 if folded is not None:
                     where.env.values[stmt.name] = folded
+                elif stmt.name not in where.env.variables:
+                    where.env.failed.add(stmt.name)
             case ast.Assert():
                 decls.lower_assert(ctx, stmt, where.env)
             case ast.ScopeStmt():

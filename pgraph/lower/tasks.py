@@ -193,6 +193,8 @@ def lower_body(ctx: LowerContext, t: ast.Task, env: Env
                 folded = None if ctx.let_shadows(item, env) else ctx.fold(item.expr, env)
                 if folded is None:
                     ok = False
+                    if item.name not in env.variables:
+                        env.failed.add(item.name)
                 else:
                     env.values[item.name] = folded
             case ast.Access():

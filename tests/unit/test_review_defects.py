@@ -171,3 +171,13 @@ def test_plan_json_is_identical_across_processes_and_hash_seeds(tmp_path: Path) 
                              env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin", **KEEP_ENV})
         outs.add(run.stdout)
     assert len(outs) == 1
+
+
+def test_a_failed_let_is_reported_once_not_at_every_use(tmp_path: Path) -> None:
+    """A misspelt constant in a `let` is one PG002 at the `let`; the uses of the let's name
+    (in a later let and in a region) are not reported as undefined too (new-user report)."""
+    text = HDR + ("const ROWS = 8\nentry e {\n  let n = ROWZ\n  let m = n * 2\n"
+                  "  at a { call rows8(x[n +: 8, :]) }\n}\n")
+    bag = run(tmp_path, text)
+    errors = [(d.code, d.message, d.span.line if d.span else None) for d in bag.items if d.level is Severity.ERROR]
+    assert errors == [("PG002", "'ROWZ' is not defined here", 7)]
