@@ -355,7 +355,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     text = explain(args.code)
     if text is None:
-        print(f"pgraph: unknown diagnostic code '{args.code}'", file=sys.stderr)
+        print(f"pgraph: error: unknown diagnostic code '{args.code}' (docs/rules.md lists every code)", file=sys.stderr)
         return EXIT_USAGE
     print(text)
     return EXIT_OK

@@ -175,7 +175,7 @@ def test_explain_is_case_insensitive(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_explain_unknown_code_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "PG999"]) == 2
-    assert "unknown diagnostic code 'PG999'" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("pgraph: error: unknown diagnostic code 'PG999'")
 
 
 # ---- never a traceback ---------------------------------------------------------------------------
