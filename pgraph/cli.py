@@ -221,10 +221,19 @@ def cmd_emit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: File suffixes of pictures, which `plan --dot -o` would fill with Graphviz text
+IMAGE_SUFFIXES = frozenset({".svg", ".png", ".pdf", ".jpg", ".jpeg", ".gif", ".ps", ".eps"})
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     """`pgraph plan`: diagnostics plus the report (text/JSON) or the Graphviz picture."""
     from pgraph.backends.report import render_json as report_json_text
     from pgraph.backends.report import render_text
+
+    if args.dot and args.output and Path(args.output).suffix.lower() in IMAGE_SUFFIXES:
+        stem = Path(args.output).with_suffix(".dot")
+        raise UsageError(f"--dot writes Graphviz text, not a picture: write it to {stem} and render it "
+                         f"(`dot -T{Path(args.output).suffix[1:].lower()} {stem} -o {args.output}`)")
 
     plan, bag = plan_program(args.spec, _options(args))
     if plan is None or bag.has_errors:
