@@ -24,11 +24,13 @@ name, are written to `pgraph/__pycache__/attrs-methods.<python>.marshal` and rea
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.util
 import marshal
 import operator
 import os
 import sys
+import zlib
 from pathlib import Path
 from types import CodeType
 from typing import Any, TypeVar
@@ -47,9 +49,11 @@ class AttrsCodeCache:
     `compile` would return. Only pgraph's classes are kept (attrs names their file
     `<attrs generated methods pgraph.…>`): their sources are the same in every process, as
     none has attrs' `__hash__`, whose source holds a per-process hash (`records.value`). One
-    entry per class, the newest source replacing an older one. File: MAGIC, then a marshal
-    of {file name: (source, code)}; a file of another Python (the name and the magic say
-    which), unreadable or damaged, is not used.
+    entry per class, the newest source replacing an older one. File: MAGIC, the CRC-32 of the
+    rest (8 hex digits and a newline), then a marshal of {file name: (source, code)}; a file of
+    another Python (the name and the magic say which), unreadable, or whose CRC does not match
+    (damaged), is not used. The cache never fails a command: a file that cannot be read or
+    written is no cache.
     """
 
     PREFIX = "<attrs generated methods pgraph."
@@ -63,26 +67,43 @@ class AttrsCodeCache:
         self.dirty = False
         if path is not None:
             try:
-                data = path.read_bytes()
-                if data.startswith(self.MAGIC):
-                    codes = marshal.loads(data[len(self.MAGIC):])
-                    if isinstance(codes, dict) and all(
-                            isinstance(k, str) and isinstance(v, tuple) and len(v) == 2
-                            and isinstance(v[0], str) and isinstance(v[1], CodeType) for k, v in codes.items()):
-                        self.codes = codes
-            except (OSError, ValueError, EOFError, TypeError):
-                pass
+                self.codes = self._read(path.read_bytes())
+            except Exception:  # noqa: BLE001 - unreadable or damaged (even a MemoryError): no cache
+                self.codes = {}
+
+    @classmethod
+    def _read(cls, data: bytes) -> dict[str, tuple[str, CodeType]]:
+        """The entries of a file's bytes; {} unless the magic and the CRC match and the content
+        has the shape written."""
+        head = len(cls.MAGIC)
+        if not data.startswith(cls.MAGIC) or data[head + 8:head + 9] != b"\n":
+            return {}
+        body = data[head + 9:]
+        if data[head:head + 8] != f"{zlib.crc32(body):08x}".encode("ascii"):
+            return {}
+        codes = marshal.loads(body)
+        if isinstance(codes, dict) and all(
+                isinstance(k, str) and isinstance(v, tuple) and len(v) == 2
+                and isinstance(v[0], str) and isinstance(v[1], CodeType) for k, v in codes.items()):
+            return codes
+        return {}
 
     @staticmethod
     def default_path() -> Path | None:
-        """pgraph/__pycache__/attrs-methods.<cache tag>.marshal (the folder `PGRAPH_ATTRS_CACHE`
-        names instead; None when it is `0`: no cache). A code object depends only on its source,
+        """pgraph/__pycache__/attrs-methods.<cache tag>.marshal (under PYTHONPYCACHEPREFIX where
+        that is set; the folder `PGRAPH_ATTRS_CACHE` names instead; None when it is `0`: no cache). A code object depends only on its source,
         its file name and the Python that compiled it (the header holds that Python's bytecode
         magic number, as a `.pyc` does), not on the attrs version that wrote the source."""
         folder = os.environ.get("PGRAPH_ATTRS_CACHE")
         if folder == "0":
             return None
-        base = Path(folder) if folder else Path(__file__).resolve().parent / "__pycache__"
+        here = Path(__file__).resolve().parent
+        if folder:
+            base = Path(folder)
+        elif sys.pycache_prefix:  # PYTHONPYCACHEPREFIX: beside the bytecode, under the prefix (as Python does)
+            base = Path(sys.pycache_prefix).joinpath(*here.parts[1:])
+        else:
+            base = here / "__pycache__"
         return base / f"attrs-methods.{sys.implementation.cache_tag}.marshal"
 
     def compile(self, source: Any, filename: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
@@ -108,11 +129,13 @@ class AttrsCodeCache:
             return False
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
+            body = marshal.dumps(dict(sorted(self.codes.items(), key=lambda kv: kv[0])))
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(self.MAGIC + marshal.dumps(dict(sorted(self.codes.items(), key=lambda kv: kv[0]))))
+            tmp.write_bytes(self.MAGIC + f"{zlib.crc32(body):08x}\n".encode("ascii") + body)
             os.replace(tmp, self.path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        except Exception:  # noqa: BLE001 - a read-only or odd folder: no cache, never a failed command
+            with contextlib.suppress(Exception):
+                tmp.unlink(missing_ok=True)
             return False
         self.dirty = False
         return True
