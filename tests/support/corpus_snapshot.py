@@ -75,6 +75,15 @@ def written(out: Path) -> str:
     return "".join(parts) or "--- empty folder\n"
 
 
+#: a temporary output path as a record prints it (the folder's name differs run to run)
+TEMP_OUT = re.compile(r"/tmp/tmp[A-Za-z0-9_]+/out(?:\.json)?")
+
+
+def normalize(text: str, out: str = "") -> str:
+    """`text` with the command's temporary output path written as OUT."""
+    return TEMP_OUT.sub("OUT", text.replace(out, "OUT") if out else text)
+
+
 def run_one(spec: Path, name: str, argv: tuple[str, ...], dest: Path) -> None:
     """Run one command on one spec and write its record."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +95,8 @@ def run_one(spec: Path, name: str, argv: tuple[str, ...], dest: Path) -> None:
         text = (f"$ pgraph {' '.join(shlex.quote(w) for w in cmd[3:])}\nexit {proc.returncode}\n"
                 f"--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}")
         if "OUT" in argv:
-            text += written(out).replace(str(out), "OUT")
+            text += written(out)
+        text = normalize(text, str(out))
     target = dest / spec / f"{name}.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
