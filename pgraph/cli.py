@@ -241,13 +241,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError(f"--dot writes Graphviz text, not a picture: write it to {stem} and render it "
                          f"(`dot -T{Path(args.output).suffix[1:].lower()} {stem} -o {args.output}`)")
 
+    opts = _options(args)
     dot = None
-    if args.dot:
+    if args.dot:  # the dot emitter's picture instead of the report
         from pgraph.backends.target import emitter
 
         dot = emitter("dot")
-    opts = _options(args)
-    if dot is not None:
         opts = _for_target(opts, dot)
     plan, bag = plan_program(args.spec, opts)
     if plan is None or bag.has_errors:

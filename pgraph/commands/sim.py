@@ -26,6 +26,7 @@ from pgraph.backends.sim.target import SimOptions, SimTarget
 from pgraph.backends.target import plan_full, runner
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir.program import Budget
+from pgraph.kinds import InternalError
 from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 from pgraph.plan.base import Plan
 from pgraph.plan.budgets import check_budget
@@ -34,7 +35,8 @@ from pgraph.plan.budgets import check_budget
 def sim_target() -> SimTarget:
     """The registered sim runner (`pgraph.backends.target.RUNNERS`)."""
     t = runner("sim")
-    assert isinstance(t, SimTarget)
+    if not isinstance(t, SimTarget):
+        raise InternalError(f"the registered sim runner is a {type(t).__name__}, not a SimTarget")
     return t
 
 
