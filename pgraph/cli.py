@@ -11,6 +11,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import attrs
 
 from pgraph import __version__, records
 from pgraph.diagnostics import (
@@ -22,6 +25,9 @@ from pgraph.diagnostics import (
     render_note_summary,
 )
 from pgraph.pipeline import STAGES, Options, UsageError, keep_results, parse_define, plan_program, run_until
+
+if TYPE_CHECKING:
+    from pgraph.backends.target import Target
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -111,11 +117,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                               "rate any other summation order can expect; one more reference run)")
     build = sub.add_parser("build", help="check a spec and write the output of a target (device orchestration, picture)")
     if want("build"):
-        from pgraph.backends.target import TARGETS
+        from pgraph.backends.target import EMITTERS
 
         _common(build)
-        build.add_argument("--target", required=True, choices=sorted(TARGETS),
-                           help="; ".join(f"{name}: {desc}" for name, (_, _, desc) in sorted(TARGETS.items())))
+        build.add_argument("--target", required=True, choices=sorted(EMITTERS),
+                           help="; ".join(f"{name}: {desc}" for name, (_, desc) in sorted(EMITTERS.items())))
         build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                            help="output directory (written only when the plan has no errors)")
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
@@ -235,7 +241,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError(f"--dot writes Graphviz text, not a picture: write it to {stem} and render it "
                          f"(`dot -T{Path(args.output).suffix[1:].lower()} {stem} -o {args.output}`)")
 
-    plan, bag = plan_program(args.spec, _options(args))
+    opts = _options(args)
+    dot = None
+    if args.dot:  # the dot emitter's picture instead of the report
+        from pgraph.backends.target import emitter
+
+        dot = emitter("dot")
+        opts = _for_target(opts, dot)
+    plan, bag = plan_program(args.spec, opts)
     if plan is None or bag.has_errors:
         if args.format == "json":
             import json
@@ -244,10 +257,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         else:
             _emit_diagnostics(bag, notes=args.notes)
         return EXIT_ERRORS
-    if args.dot:
-        from pgraph.backends.dot import render_dot
+    if dot is not None:
+        from pgraph.backends.target import BuildInfo
 
-        text = render_dot(plan)
+        (text,) = dot.emit(plan, BuildInfo(str(args.spec), overrides_text(opts))).values()
     elif args.format == "json":
         text = report_json_text(plan, args.spec)
     else:
@@ -263,8 +276,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """`pgraph run`: execute every layer with the NumPy backend, compare with the dense reference."""
-    from pgraph.backends.numpy.runner import Session, describe, run_trials
+    """`pgraph run`: execute every layer with the numpy runner, compare with the dense reference."""
+    from pgraph.backends.numpy.runner import RunOptions
+    from pgraph.backends.target import TargetRefused, runner
 
     if args.trials < 1:
         raise UsageError("--trials must be at least 1")
@@ -272,20 +286,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seed must be a non-negative integer, got {args.seed}")
     if args.max_memory <= 0:
         raise UsageError(f"--max-memory must be positive, got {args.max_memory}")
-    plan, bag = plan_program(args.spec, _options(args, full=True))
+    numpy = runner("numpy")
+    plan, bag = plan_program(args.spec, _for_target(_options(args), numpy))
     if plan is None or bag.has_errors:   # the executor runs only graphs `check` accepts
         _emit_diagnostics(bag)
         return EXIT_ERRORS
+    run_opts = RunOptions(seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights,
+                          max_memory=int(args.max_memory * (1 << 30)), order=args.order, trials=args.trials,
+                          floor=args.floor, spec=args.spec, config=args.config)
     try:
-        session = Session.create(plan, seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights,
-                                 max_memory=int(args.max_memory * (1 << 30)))
-    except ValueError as err:
+        result = numpy.run(plan, run_opts)
+    except TargetRefused as err:
         raise UsageError(str(err)) from None
-    except MemoryError:
-        raise UsageError("the NumPy run ran out of memory while preparing the inputs and the reference; "
-                         "run a smaller configuration (--config small)") from None
-    print(describe(session, args.spec, args.config, args.seed))
-    return run_trials(session, args.order, args.trials, args.seed, floor=args.floor)
+    return int(result.exit_code)
 
 
 def overrides_text(opts: Options) -> str:
@@ -299,12 +312,21 @@ def overrides_text(opts: Options) -> str:
     return " ".join(parts)
 
 
-def cmd_build(args: argparse.Namespace) -> int:
-    """`pgraph build --target T -o OUTDIR`: diagnostics, then the target's files (none on errors)."""
-    from pgraph.backends.output import write_tree
-    from pgraph.backends.target import BuildInfo, target
+def _for_target(opts: Options, target: Target) -> Options:
+    """`opts` as `target` needs them: a full expansion when it says `needs_full`."""
+    from pgraph.backends.target import plan_full
 
-    opts = _options(args)
+    full = plan_full(target, opts.full)
+    return opts if full == opts.full else attrs.evolve(opts, full=full)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """`pgraph build --target T -o OUTDIR`: diagnostics, then the emitter's files (none on errors)."""
+    from pgraph.backends.output import write_tree
+    from pgraph.backends.target import BuildInfo, emitter
+
+    out = emitter(args.target)
+    opts = _for_target(_options(args), out)
     plan, bag = plan_program(args.spec, opts)
     if args.format == "json":
         print(render_json(bag.sorted()))
@@ -312,7 +334,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag, notes=args.notes)
     if plan is None or bag.has_errors:
         return EXIT_ERRORS
-    files = target(args.target).emit(plan, BuildInfo(str(args.spec), overrides_text(opts)))
+    files = out.emit(plan, BuildInfo(str(args.spec), overrides_text(opts)))
     _write_or_usage_error(lambda: write_tree(files, args.output), args.output)
     if args.format == "text":
         for rel in sorted(files):

@@ -318,10 +318,11 @@ def render_dot(plan: Plan) -> str:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class DotTarget:
-    """`pgraph build --target dot`: the picture as `<entry>.dot`."""
+    """The dot emitter (`pgraph plan --dot`, `pgraph build --target dot`): the picture as `<entry>.dot`."""
 
     name: str = "dot"
     description: str = "the Graphviz picture of the plan (<entry>.dot)"
+    needs_full: bool = False  # every loop is drawn once, at its representative iteration
 
     def emit(self, plan: Plan, info: BuildInfo) -> dict[str, str]:
         """{'<entry>.dot': the DOT text} (the same text as `pgraph plan --dot`)."""

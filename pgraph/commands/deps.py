@@ -21,6 +21,7 @@ from pgraph import records
 from pgraph.backends.depsjson.diff import Change, DiffResult, LayerRow, Side, diff
 from pgraph.backends.depsjson.export import SpecSide, export
 from pgraph.backends.depsjson.model import DepsFormatError, DepsGraph, parse, render
+from pgraph.backends.target import emitter, plan_full
 from pgraph.diagnostics import DiagnosticBag, Severity
 from pgraph.pipeline import Options, UsageError, plan_program
 from pgraph.plan.base import Plan
@@ -31,12 +32,12 @@ Write = Callable[[Path, str], None]
 
 
 def full_options(opts: Options) -> Options:
-    """`opts` with every loop iteration expanded (deps.json lists every task)."""
-    return Options(defines=opts.defines, config=opts.config, layers=opts.layers, full=True)
+    """`opts` as the deps-json target needs them (`needs_full`: deps.json lists every task)."""
+    return attrs.evolve(opts, full=plan_full(emitter("deps-json"), opts.full))
 
 
 def plan_spec(spec: str, opts: Options, emit: Emit) -> tuple[Plan | None, DiagnosticBag]:
-    """Plan `spec` fully; on errors print them and return (None, bag)."""
+    """Plan `spec` for the deps-json target (fully); on errors print them and return (None, bag)."""
     plan, bag = plan_program(spec, full_options(opts))
     if plan is None or bag.has_errors:
         emit(bag)
@@ -58,11 +59,11 @@ def load_deps(path: str) -> DepsGraph:
 
 
 def run_export(args: argparse.Namespace, opts: Options, emit: Emit, write: Write) -> int:
-    """`pgraph export SPEC --deps-json OUT`."""
+    """`pgraph export SPEC --deps-json OUT`: the deps-json target's file, and its counts."""
     plan, bag = plan_spec(args.spec, opts, emit)
     if plan is None:
         return 1
-    side = export(plan)
+    side = export(plan)  # what the deps-json target emits (its graph gives the counts printed)
     write(Path(args.deps_json), render(side.graph))
     g = side.graph
     print(f"wrote {args.deps_json}: {len(g.tasks):,} tasks, {len(g.tensors):,} tensors, {len(g.edges):,} edge records")

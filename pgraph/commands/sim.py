@@ -19,27 +19,47 @@ import attrs
 from pgraph.backends.sim.analysis import summarize
 from pgraph.backends.sim.config import ConfigError, SimConfig, load_config
 from pgraph.backends.sim.cost import load_calibration
-from pgraph.backends.sim.engine import Result, simulate
-from pgraph.backends.sim.graph_input import graph_from_plan
+from pgraph.backends.sim.engine import Result
 from pgraph.backends.sim.records import SimGraph
 from pgraph.backends.sim.report import compare, render_compare, render_json, render_text
+from pgraph.backends.sim.target import SimOptions, SimTarget
+from pgraph.backends.target import plan_full, runner
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir.program import Budget
+from pgraph.kinds import InternalError
 from pgraph.pipeline import Options, UsageError, parse_define, plan_program
+from pgraph.plan.base import Plan
 from pgraph.plan.budgets import check_budget
 
 
-def load_graph(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
-               ) -> tuple[SimGraph | None, DiagnosticBag]:
-    """Plan `path` with every loop iteration expanded and convert it; (None, bag) on errors.
-    The spec's `sim_us` budgets (with the constants the run overrides) are appended to
+def sim_target() -> SimTarget:
+    """The registered sim runner (`pgraph.backends.target.RUNNERS`)."""
+    t = runner("sim")
+    if not isinstance(t, SimTarget):
+        raise InternalError(f"the registered sim runner is a {type(t).__name__}, not a SimTarget")
+    return t
+
+
+def load_plan(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+              ) -> tuple[Plan | None, DiagnosticBag]:
+    """Plan `path` as the sim target needs it (every loop iteration expanded); (None, bag) on
+    errors. The spec's `sim_us` budgets (with the constants the run overrides) are appended to
     `budgets` when given."""
-    plan, bag = plan_program(path, attrs.evolve(opts, full=True))
+    plan, bag = plan_program(path, attrs.evolve(opts, full=plan_full(sim_target(), opts.full)))
     if plan is None or bag.has_errors:
         return None, bag
     if budgets is not None:
         budgets.extend((b, plan.program.overridden) for b in plan.program.budgets if b.figure == "sim_us")
-    return graph_from_plan(plan, str(path)), bag
+    return plan, bag
+
+
+def load_graph(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+               ) -> tuple[SimGraph | None, DiagnosticBag]:
+    """`load_plan`, converted to the simulator's records; (None, bag) on errors."""
+    plan, bag = load_plan(path, opts, budgets)
+    if plan is None:
+        return None, bag
+    return sim_target().graph(plan, str(path)), bag
 
 
 def _config(args: argparse.Namespace) -> SimConfig:
@@ -52,11 +72,11 @@ def _config(args: argparse.Namespace) -> SimConfig:
 def _one(spec: str, opts: Options, cfg: SimConfig, cal: dict[str, float] | None,
          emit: Callable[[DiagnosticBag], None], budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
          ) -> Result | None:
-    graph, bag = load_graph(spec, opts, budgets)
-    if graph is None:
+    plan, bag = load_plan(spec, opts, budgets)
+    if plan is None:
         emit(bag)
         return None
-    return simulate(graph, cfg, cal)
+    return sim_target().run(plan, SimOptions(cfg, cal, spec))
 
 
 def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag], None],

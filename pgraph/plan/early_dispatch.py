@@ -36,9 +36,12 @@ class EarlyState(enum.StrEnum):
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class EarlyStatus(Fact):
-    """Per instance (alloc tasks excluded): its EarlyState and the unflagged producers blocking it."""
+    """Per instance (alloc tasks excluded): its EarlyState and the unflagged producers blocking it
+    (`classify`); per instance id (alloc tasks included): whether it carries allow_early_resolve
+    (`flagged`: alloc tasks always, dummies never, a task when its dispatch is flagged `early`)."""
 
     status: dict[int, tuple[EarlyState, list[int]]]
+    flagged: list[bool]
 
 
 @records.value
@@ -96,8 +99,8 @@ class EarlyDispatchPass(Pass):
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
-        status = self.all_states(plan)
-        plan.put(EarlyStatus(status))
+        status, flags = self.all_states(plan)
+        plan.put(EarlyStatus(status, flags))
         table: dict[str, dict[str, Any]] = {}
         for inst in g.instances:
             if inst.kind is TaskKind.ALLOC or not _scope_of_report(plan, inst):
@@ -122,8 +125,9 @@ class EarlyDispatchPass(Pass):
         self.idle_flags(plan, status)
 
     @staticmethod
-    def all_states(plan: Plan) -> dict[int, tuple[EarlyState, list[int]]]:
-        """`classify` of every instance (alloc tasks excluded), with the flags looked up once per dispatch."""
+    def all_states(plan: Plan) -> tuple[dict[int, tuple[EarlyState, list[int]]], list[bool]]:
+        """`classify` of every instance (alloc tasks excluded) and `flagged` of every instance id,
+        with the flags looked up once per dispatch."""
         g = plan.graph
         instances = g.instances
         early = {d.name: d.early for d in plan.program.dispatches}
@@ -147,7 +151,7 @@ class EarlyDispatchPass(Pass):
                 continue
             blocking = [u for u in prods if unflagged[u]]
             status[inst.id] = (EarlyState.INELIGIBLE, blocking) if blocking else (EarlyState.CANDIDATE, [])
-        return status
+        return status, [not u for u in unflagged]
 
     def blocked_notes(self, plan: Plan, status: dict[int, tuple[EarlyState, list[int]]]) -> None:
         """PG105 per producer declaration (a tile set: all waves of `out_proj` are one producer)."""

@@ -677,9 +677,20 @@ class _WriteIndex:
         return out
 
 
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class FalseSerializations(Fact):
+    """The `parallel` dispatches whose tasks the runtime orders one after another (PG103,
+    `false_serializations`): dispatch name -> (written root tensors, output count), in program
+    order. The simulator makes each of their tasks wait on the previous one of its loop iteration."""
+
+    dispatches: dict[str, tuple[list[str], int]]
+
+
 def false_serializations(plan: Plan) -> list[tuple[Dispatch, list[str], int]]:
     """(dispatch, written root tensors, output count) of every `parallel` dispatch whose tasks the
-    runtime orders one after another (the rule of FalseSerializationPass; the simulator follows it)."""
+    runtime orders one after another (the rule of FalseSerializationPass, which records it as the
+    FalseSerializations fact)."""
     p = plan.program
     out = []
     for d in p.dispatches:
@@ -704,9 +715,12 @@ class FalseSerializationPass(Pass):
     """
 
     name = "false-serialization"
+    produces = (FalseSerializations,)
 
     def run(self, plan: Plan) -> None:
-        for d, roots, n_outputs in false_serializations(plan):
+        found = false_serializations(plan)
+        plan.put(FalseSerializations({d.name: (roots, n_outputs) for d, roots, n_outputs in found}))
+        for d, roots, n_outputs in found:
             plan.bag.add(
                 "PG103",
                 f"the {d.task_count} tasks of '{d.name}' write disjoint slices of {', '.join(roots)}, but a "

@@ -28,6 +28,7 @@ class A2A3Target:
 
     name: str = "a2a3"
     description: str = "orchestration C++ and kernel_config.py for simpler's tensormap_and_ringbuffer runtime"
+    needs_full: bool = False  # the code is emitted from the Program: every loop is a C++ loop
 
     def emit(self, plan: Plan, info: BuildInfo) -> dict[str, str]:
         """The a2a3 output files for a planned spec; byte-identical across runs, working

@@ -29,63 +29,15 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from pgraph.backends.escape import py_comment, py_str
+from pgraph.backends.simpler import FuncIds
 from pgraph.ir import program as ir
-from pgraph.ir.queries import kernel_at, submission_order
-from pgraph.kinds import AccessKind, Core, Direction, Storage
+from pgraph.kinds import AccessKind, Direction, Storage
 
 #: Runtime tag of each parameter direction (CoreTaskArgs method the emitter calls).
 ARG_TYPE = {"in": "INPUT", "out": "OUTPUT_EXISTING", "inout": "INOUT", "atomic_add": "INOUT", "scalar": "SCALAR"}
 #: kernel_config signature direction of each parameter direction (pypto: Input -> IN, Output and
 #: OutputExisting -> OUT, InOut and NoDep -> INOUT; atomic_add is an InOut argument).
 SIG_DIRECTION = {Direction.IN: "IN", Direction.OUT: "OUT", Direction.INOUT: "INOUT", Direction.ATOMIC_ADD: "INOUT"}
-
-
-class FuncIds:
-    """Func ids in order of first use in the submission order (every loop iteration walked).
-
-    `ids(kernel)` is (aic,), (aiv,) or (aic, aiv) for a mix kernel; `parts` lists
-    (func id, kernel, core part) in id order. KeyError for a kernel no task submits.
-    """
-
-    def __init__(self, program: ir.Program) -> None:
-        self.program = program
-        self.parts: list[tuple[int, str, str]] = []
-        self.by_kernel: dict[str, tuple[int, ...]] = {}
-        seen_static: set[str] = set()
-        for d, env in submission_order(program):
-            if d.kernel is None:
-                continue
-            if d.kernel_table is None:
-                if d.name in seen_static:
-                    continue
-                seen_static.add(d.name)
-            kernel = kernel_at(program, d, env)
-            if kernel is not None and kernel not in self.by_kernel:
-                self._assign(kernel)
-        # a dispatch that submits nothing (an empty wave) still names its kernel in the C++ (in a
-        # loop that never runs): such kernels come last, in program order
-        for d in program.dispatches:
-            for kernel in program.kernels_of(d):
-                if kernel not in self.by_kernel and d.kernel_table is None:
-                    self._assign(kernel)
-
-    def _assign(self, kernel: str) -> None:
-        core = self.program.kernels[kernel].core
-        cores = ("aic", "aiv") if core is Core.MIX else (str(core),)
-        out = []
-        for c in cores:
-            fid = len(self.parts)
-            self.parts.append((fid, kernel, c))
-            out.append(fid)
-        self.by_kernel[kernel] = tuple(out)
-
-    def ids(self, kernel: str) -> tuple[int, ...]:
-        """The func ids of `kernel` (KeyError when no task submits it)."""
-        return self.by_kernel[kernel]
-
-    def part_name(self, kernel: str, core: str) -> str:
-        """The kernel_config name of one part: the kernel's, or `<kernel>_aic` / `_aiv` for mix."""
-        return f"{kernel}_{core}" if self.program.kernels[kernel].core is Core.MIX else kernel
 
 
 class Code(str):

@@ -31,16 +31,25 @@ from collections import defaultdict
 import attrs
 
 from pgraph import records
-from pgraph.backends.a2a3.dtypes import DTYPES
-from pgraph.backends.a2a3.kernel_config import FuncIds
-from pgraph.backends.depsjson.model import DepsArg, DepsEdge, DepsGraph, DepsTask, DepsTensor, Region, fnv1a_tensor_id
+from pgraph.backends.depsjson.model import (
+    DepsArg,
+    DepsEdge,
+    DepsGraph,
+    DepsTask,
+    DepsTensor,
+    Region,
+    fnv1a_tensor_id,
+    render,
+)
+from pgraph.backends.simpler import DTYPES, FuncIds
+from pgraph.backends.target import BuildInfo, require_full
 from pgraph.ir.instances import Instance
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.kinds import DECLARED, Core, InternalError, Provenance, ScopeMode, Storage, TaskKind
 from pgraph.plan.base import Plan
 from pgraph.source import Span
 
-__all__ = ["SpecSide", "TaskNote", "export"]
+__all__ = ["TARGET", "DepsJsonTarget", "SpecSide", "TaskNote", "export"]
 
 TAG = {"in": "INPUT", "out": "OUTPUT_EXISTING", "inout": "INOUT", "atomic_add": "INOUT"}
 EXTERNAL_BASE, EXTERNAL_STEP = 1 << 48, 1 << 40
@@ -123,11 +132,10 @@ def _layer(plan: Plan, inst: Instance) -> int | None:
 def export(plan: Plan) -> SpecSide:
     """The deps.json of `plan` (planned with `--full`: every loop iteration) and its spans.
 
-    Raises ValueError for a windowed plan, InternalError when the TensorMap replay and the
-    planner's edges disagree (a pgraph bug)."""
+    Raises InternalError for a windowed plan (`TARGET.needs_full`) and when the TensorMap
+    replay and the planner's edges disagree (a pgraph bug)."""
+    require_full(TARGET, plan)
     program, g = plan.program, plan.graph
-    if not g.full:
-        raise ValueError("export needs the fully expanded graph (plan with full=True)")
     fids = FuncIds(program)
     batch = int(program.target["alloc_batch"])
     # buffers: address, dtype, numel
@@ -260,3 +268,21 @@ def _edges(plan: Plan, tasks: list[DepsTask], task_inst: dict[int, Instance], id
             raise InternalError(f"deps.json export: the {kind} edges of the TensorMap replay differ from the "
                                 f"planner's, e.g. {labels}")
     return tuple(out), spans
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class DepsJsonTarget:
+    """The deps-json emitter: `pgraph export --deps-json OUT` (which also prints the counts of
+    `export(plan)`'s graph) and `pgraph build --target deps-json` (the file as `deps.json`)."""
+
+    name: str = "deps-json"
+    description: str = "simpler's deps.json of the planned instance graph, every task (deps.json)"
+    needs_full: bool = True  # deps.json lists every task of every loop iteration
+
+    def emit(self, plan: Plan, info: BuildInfo) -> dict[str, str]:
+        """{'deps.json': the text of `export(plan)`} (InternalError for a windowed plan)."""
+        return {"deps.json": render(export(plan).graph)}
+
+
+TARGET = DepsJsonTarget()

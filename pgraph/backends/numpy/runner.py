@@ -5,12 +5,17 @@ inputs (fixture and weight mode; per-layer tensors are drawn on demand) and runs
 reference once; `Session.execute` runs the instance graph (or a mutated copy of its edges) in
 one order and compares the output with the reference under the comparators that decide the run
 (`compare.checks_for`: fixture, depth, weight mode), the others reported for information.
+
+`TARGET` is the numpy runner of `pgraph.backends.target` (`pgraph run`): `TARGET.run(plan,
+RunOptions(...))` prepares a Session, prints its header and one line per trial through
+`RunOptions.echo`, and returns a RunResult.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 import attrs
 import networkx as nx
@@ -26,6 +31,7 @@ from pgraph.backends.numpy.inputs import LAYER_CACHE, LAYERED, Inputs, make_inpu
 from pgraph.backends.numpy.orders import block_permutation, make_order
 from pgraph.backends.numpy.races import RaceDetector, RaceFound, RaceReport
 from pgraph.backends.numpy.storage import NP_DTYPES, KernelFault
+from pgraph.backends.target import TargetRefused, require_full
 from pgraph.ir import program as ir
 from pgraph.kinds import TaskKind
 from pgraph.plan.base import Plan
@@ -298,3 +304,71 @@ def describe(session: Session, spec: str, config: str | None, seed: int) -> str:
             f"hidden {g.hidden}, intermediate {g.intermediate}, heads {g.num_heads}/{g.num_kv_heads}; "
             f"{len(tasks)} tasks, {blocks} blocks; inputs: {fixture}, {mode}")
     return "\n".join([head, *(f"  decides: {c.describe()} (source: {c.source})" for c in session.checks)])
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class RunOptions:
+    """What `pgraph run` asks of the numpy runner: the inputs (`seed`, `batch` live rows,
+    `fixture` 'current' | 'tier', `weights` 'auto' | 'replicated' | 'distinct', `max_memory` in
+    bytes: see `Session.create`), the executions (`order` 'topo' | 'random' | 'adversarial',
+    `trials`, `floor`: see `run_trials`), the spec and config as the header names them, and
+    `echo`, which prints each line of the report as soon as it is known (a full-size trial takes
+    seconds)."""
+
+    seed: int = 1234
+    batch: int | None = None
+    fixture: str = "current"
+    weights: str = "auto"
+    max_memory: int = DEFAULT_MAX_MEMORY
+    order: str = "topo"
+    trials: int = 1
+    floor: bool = False
+    spec: str = ""
+    config: str | None = None
+    echo: Callable[[str], None] = print
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class RunResult:
+    """The outcome of `NumpyTarget.run`: whether every trial passed (`run_trials`' exit code 0)."""
+
+    ok: bool
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every trial passed, 1 otherwise (`pgraph run`)."""
+        return 0 if self.ok else 1
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class NumpyTarget:
+    """The numpy runner (`pgraph run`): execute a fully expanded plan and compare it with the reference."""
+
+    name: str = "numpy"
+    description: str = ("execute the task graph with NumPy kernels and check it against the dense reference "
+                        "(`pgraph run`)")
+    needs_full: bool = True  # every layer is executed, each task once
+
+    def run(self, plan: Plan, options: RunOptions) -> RunResult:
+        """Prepare the Session (TargetRefused for inputs the spec cannot take, a run over
+        `max_memory`, or memory running out while preparing), echo its header (`describe`),
+        run the trials (`run_trials`). InternalError for a windowed plan."""
+        require_full(self, plan)
+        try:
+            session = Session.create(plan, seed=options.seed, batch=options.batch, fixture=options.fixture,
+                                     weights=options.weights, max_memory=options.max_memory)
+        except ValueError as err:
+            raise TargetRefused(str(err)) from None
+        except MemoryError:
+            raise TargetRefused("the NumPy run ran out of memory while preparing the inputs and the reference; "
+                                "run a smaller configuration (--config small)") from None
+        options.echo(describe(session, options.spec, options.config, options.seed))
+        code = run_trials(session, options.order, options.trials, options.seed, print_fn=options.echo,
+                          floor=options.floor)
+        return RunResult(code == 0)
+
+
+TARGET = NumpyTarget()

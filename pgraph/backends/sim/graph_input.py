@@ -1,20 +1,22 @@
 """The one adapter between the planner and the simulator: a Plan becomes plain TaskRecords.
 
-Every import of planner, IR or other backend internals used by `pgraph sim` is in this
-module; the scheduler model, cost model, analysis and trace writer see only
-`pgraph.backends.sim.records`. The Plan (planned by `pgraph.commands.sim` with
-`full=True` (every layer expanded: the simulator runs each task once).
+Every import of the Plan, its facts and the IR used by `pgraph sim` is in this module; the
+scheduler model, cost model, analysis and trace writer see only `pgraph.backends.sim.records`.
+The Plan is expanded in full (every layer: the simulator runs each task once; the sim target
+says `needs_full`, so `pgraph sim` plans with `full=True`). Like every backend it reads the
+planner's facts, never its functions, and no other backend.
 
 What each record field is taken from:
 
 - shape: the kernel's core (aic/aiv/mix), `dummy`, or `alloc` (an alloc instance stands for
   ceil(tensors / alloc_batch) alloc tasks: `blocks`, task-window slots);
-- early flag and early-dispatch eligibility: `pgraph.plan.early_dispatch.flagged` and
-  `classify` (the same rule the planner reports; 'candidate' means eligible);
+- early flag and early-dispatch eligibility: the planner's `EarlyStatus` fact (`flagged`, and
+  the state by `classify`: the same rule the planner reports; 'candidate' means eligible);
 - producers: the instance graph's WAIT edges (explicit, carried, inferred, creator);
 - ring and scope instance: the task's scope (ring = min(depth, 3)) and the loop iterations
   that make separate instances of it; a scope instance closes after its last task;
-- func ids: first use in submit order, as `pgraph.backends.a2a3.kernel_config.FuncIds` assigns;
+- func ids: first use in submit order, as `pgraph.backends.simpler.FuncIds` assigns (the ids
+  of the a2a3 build's kernel_config.py);
 - bytes per block: the declared per-block regions (box volume x dtype size). A box that
   several blocks of one task declare (a whole-tensor argument of every block) is shared
   among them. An index-addressed (indirect) region is read as its whole bounding box (a
@@ -28,8 +30,8 @@ What each record field is taken from:
 - kernel: the one the task runs (a `kernels` table's member for its index), so each of the
   five residual_rms_cast slices has its own func id and calibration row;
 - serialised writers: the tasks of a `parallel` dispatch that the planner reports as
-  falsely serialised (PG103, `pgraph.plan.races.false_serializations`: the runtime gives them
-  WAW edges) each wait on the previous task of the same loop iteration (an 'inferred' edge);
+  falsely serialised (PG103, the `FalseSerializations` fact: the runtime gives them WAW edges)
+  each wait on the previous task of the same loop iteration (an 'inferred' edge);
 - fixed per-block cost: a `cost KERNEL = N` line, or a shape line `cost aic|aiv|mix = N`
   whose value differs from the planner's default table (pgraph.ir.limits.DEFAULT_COSTS).
 """
@@ -39,15 +41,15 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from pgraph.backends.a2a3.kernel_config import FuncIds
+from pgraph.backends.simpler import FuncIds
 from pgraph.ir import program as ir
 from pgraph.ir.instances import BlockAccesses, Instance
 from pgraph.ir.limits import DEFAULT_COSTS, heap_bytes
 from pgraph.ir.queries import instance_env, kernel_at
-from pgraph.kinds import WAIT, AccessKind, Core, TaskKind
+from pgraph.kinds import WAIT, AccessKind, Core, InternalError, TaskKind
 from pgraph.plan.base import Plan
-from pgraph.plan.early_dispatch import EarlyState, classify, flagged
-from pgraph.plan.races import false_serializations
+from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
+from pgraph.plan.races import FalseSerializations
 
 from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
 
@@ -81,7 +83,9 @@ class _Converter:
         self.scope_rows: list[dict[str, object]] = []
         self.local: dict[int, int] = defaultdict(int)
         self.matmul: dict[str, tuple[float, float] | None] = {}
-        self.serial = {d.name for d, _, _ in false_serializations(plan)}
+        self.serial = set(plan.get(FalseSerializations).dispatches)
+        early = plan.get(EarlyStatus)
+        self.early_status, self.flagged = early.status, early.flagged
         self.last_writer: dict[tuple[str, tuple[int, ...]], int] = {}
 
     # ---- scopes ----
@@ -184,8 +188,8 @@ class _Converter:
                               heap_bytes=sum(heap_bytes(t.nbytes, self.align) for t in tensors))
         self.local[ring] += 1
         d = p.dispatch(inst.dispatch)
-        state, _ = classify(self.plan, inst.id)
-        common = {"producers": tuple(prods), "early": flagged(self.plan, inst), "early_candidate": state is EarlyState.CANDIDATE,
+        state, _ = self.early_status[inst.id]
+        common = {"producers": tuple(prods), "early": self.flagged[inst.id], "early_candidate": state is EarlyState.CANDIDATE,
                   "layer": layer, "local": local}
         if inst.kind is TaskKind.DUMMY:
             return TaskRecord(inst.id, inst.label, inst.dispatch, None, Shape.DUMMY, 0, ring, scope, **common)  # type: ignore[arg-type]
@@ -212,7 +216,7 @@ class _Converter:
         tasks = []
         for inst in self.g.instances:
             if inst.weight != 1:
-                raise ValueError(f"{inst.label} stands for {inst.weight} tasks: the simulator needs a full expansion")
+                raise InternalError(f"{inst.label} stands for {inst.weight} tasks: the simulator needs a full expansion")
             tasks.append(self.record(inst))
         scopes = tuple(ScopeRecord(i, int(row["ring"]), row.get("parent"), int(row["close"]), str(row["label"]))  # type: ignore[arg-type, call-overload]
                        for i, row in enumerate(self.scope_rows))
@@ -224,5 +228,5 @@ class _Converter:
 
 
 def graph_from_plan(plan: Plan, source: str = "") -> SimGraph:
-    """The simulator's records of a fully expanded Plan (ValueError if a loop is window-expanded)."""
+    """The simulator's records of a fully expanded Plan (InternalError if a loop is window-expanded)."""
     return _Converter(plan, source).run()

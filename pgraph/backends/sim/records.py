@@ -56,7 +56,7 @@ class TaskRecord:
     - `shape`, `blocks` (SPMD block count; ALLOC: alloc tasks it stands for, window slots;
       DUMMY: 0), `sync_start`, `early` (allow_early_resolve on this task, i.e. its consumers
       may be staged early), `early_candidate` (the planner's eligibility of this task itself:
-      every direct WAIT producer flagged; pgraph.plan.early_dispatch.classify).
+      every direct WAIT producer flagged; the EarlyStatus fact of pgraph.plan.early_dispatch).
     - `ring`, `scope` (scope-instance id; see ScopeRecord), `layer` (layer-loop iteration or None).
     - `producers`: direct WAIT edges, deduplicated.
     - `bytes_per_block` (HBM bytes a block moves, from its declared regions), `flops_per_block`
