@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 
 from pgraph import records
+from pgraph.kinds import InternalError
 from pgraph.source import Span
 
 
@@ -198,6 +200,27 @@ class DiagnosticBag:
         #: Called with the span of every diagnostic added; the notes they return are appended
         #: (lowering registers one that points at the `use` statements of fragments).
         self.note_hooks: list[Callable[[Span], Iterable[Note]]] = []
+        #: The owner's reporter of each class of finding (`pgraph.findings`; `pgraph.pipeline.owned_bag`
+        #: registers every room's), and the findings handed to this bag before it had one.
+        self.reporters: dict[type, Callable[[Any, DiagnosticBag], None]] = {}
+        self.pending: list[Any] = []
+
+    def found(self, finding: Any) -> None:
+        """Hand a `pgraph.findings` record to the stage that owns its rule: its reporter adds the
+        diagnostic now; a bag with no reporter for it (a file's own parse, `frontend.loader`) keeps
+        it in `pending` until `forward` hands it on."""
+        report = self.reporters.get(type(finding))
+        if report is None:
+            self.pending.append(finding)
+        else:
+            report(finding, self)
+
+    def forward(self, into: DiagnosticBag, notes: Sequence[Note] = ()) -> None:
+        """Add this bag's diagnostics and pending findings to `into`, with `notes` after their own."""
+        for d in self.items:
+            into.add(d.code, d.message, d.span, [*d.notes, *notes], d.hint, d.severity, d.fix)
+        for f in self.pending:
+            into.found(attrs.evolve(f, notes=(*f.notes, *notes)))
 
     def add(
         self,
@@ -238,15 +261,20 @@ class DiagnosticBag:
 
     @property
     def has_errors(self) -> bool:
-        """True when at least one diagnostic has ERROR severity."""
-        return any(d.level is Severity.ERROR for d in self.items)
+        """True when at least one diagnostic has ERROR severity (or a finding waits for its owner:
+        every rule a finding stands for is an error)."""
+        return bool(self.pending) or any(d.level is Severity.ERROR for d in self.items)
 
     def error_count(self) -> int:
         """Number of ERROR diagnostics."""
         return sum(1 for d in self.items if d.level is Severity.ERROR)
 
     def sorted(self) -> list[Diagnostic]:
-        """The diagnostics in deterministic source order."""
+        """The diagnostics in deterministic source order (InternalError when a finding was never
+        reported: a bag that met one must have its owner's reporter)."""
+        if self.pending:
+            raise InternalError(f"{type(self.pending[0]).__name__} was found but no stage reported it "
+                                "(the bag has no reporter for it: pgraph.pipeline.owned_bag)")
         return sorted(self.items, key=lambda d: (d.code == "PG030", d.sort_key()))
 
 
