@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -204,6 +205,9 @@ class DiagnosticBag:
         #: registers every room's), and the findings handed to this bag before it had one.
         self.reporters: dict[type, Callable[[Any, DiagnosticBag], None]] = {}
         self.pending: list[Any] = []
+        #: With verification on (`pgraph.pipeline.owned_bag`), the owning stage of each code: a code
+        #: added from a module of another stage is an InternalError (see `_check_owner`).
+        self.owners: dict[str, str] | None = None
 
     def found(self, finding: Any) -> None:
         """Hand a `pgraph.findings` record to the stage that owns its rule: its reporter adds the
@@ -235,6 +239,8 @@ class DiagnosticBag:
         """Append a diagnostic (exact duplicates are kept once) and return it."""
         if code not in RULES:
             raise KeyError(f"unknown diagnostic code {code}")
+        if self.owners is not None:
+            self._check_owner(code)
         extra = [n for hook in self.note_hooks for n in hook(span)] if span is not None else []
         diag = Diagnostic(code, message, span, (*notes, *extra), hint, severity, fix)
         key = (code, message, span and (span.filename, span.line, span.col))
@@ -248,6 +254,20 @@ class DiagnosticBag:
             self._errors += 1
         self.items.append(diag)
         return diag
+
+    def _check_owner(self, code: str) -> None:
+        """InternalError unless the module that adds `code` (the first caller outside this module:
+        `forward` passes on what its caller read) is in the package of the code's owner."""
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back
+        module = str(frame.f_globals.get("__name__", "?"))
+        parts = module.split(".")
+        room = parts[1] if len(parts) > 1 and parts[0] == "pgraph" else module
+        owner = self.owners.get(code) if self.owners else None
+        if room != owner:
+            raise InternalError(f"{module} reports {code}, whose owning stage is {owner} "
+                                "(pgraph.pipeline.CODE_OWNERS: hand it over as a pgraph.findings record)")
 
     def _suppress(self) -> None:
         """Count one dropped error in the (single) PG030 note."""

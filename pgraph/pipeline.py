@@ -96,12 +96,20 @@ FINDING_REPORTERS = {"frontend": frontend_findings.REPORTERS, "lower": lower_fin
                      "plan": plan_findings.REPORTERS}
 
 
-def owned_bag(bag: DiagnosticBag | None = None) -> DiagnosticBag:
+#: Code -> its owning stage.
+OWNER_OF = {code: stage for stage, codes in CODE_OWNERS.items() for code in codes}
+
+
+def owned_bag(bag: DiagnosticBag | None = None, check_owners: bool = False) -> DiagnosticBag:
     """`bag` (a new one by default) with every owner's finding reporters registered: a finding
-    a stage hands over (`bag.found`) is reported there and then by the stage that owns its code."""
+    a stage hands over (`bag.found`) is reported there and then by the stage that owns its code.
+    With `check_owners` (`Options.verify`, on in the tests) a code added from a module of a stage that
+    does not own it is an InternalError."""
     bag = DiagnosticBag() if bag is None else bag
     for reporters in FINDING_REPORTERS.values():
         bag.reporters.update(reporters)
+    if check_owners:
+        bag.owners = OWNER_OF
     return bag
 
 #: Checks of the resolved Program, before anything is expanded (pgraph.plan.base.ProgramCheck),
@@ -224,7 +232,7 @@ def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = 
     """Run the pipeline up to and including `stage` (one of STAGES); stops early on errors."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
-    owned_bag(bag)
+    owned_bag(bag, opts.verify)
     with _collector_paused():
         return _run_until(path, opts, bag, stage)
 
