@@ -72,7 +72,7 @@ def _codes(*spans: str) -> tuple[str, ...]:
 
 
 #: The owning stage of every diagnostic code: only the modules of that stage's package name the
-#: code and word its message (tests/unit/test_diagnostics.py scans the source and watches every
+#: code and word its message (tests/unit/test_code_owners.py scans the source; bags watch every
 #: run). The granularity is the package, one per stage that reports: the frontend reads text
 #: (parse, includes, overrides), lowering resolves names (the lowerer and the form checks, one
 #: stage of the order: they run together and stop together), the planner checks values (the

@@ -181,3 +181,24 @@ def test_findings_are_frozen_records() -> None:
     f = findings.ConstantCycle(span=_span(), name="A")
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         f.name = "B"  # type: ignore[misc]
+
+
+def compact(codes: tuple[str, ...]) -> str:
+    """`PG006, PG007, PG008` -> `PG006-PG008` (runs of three or more), comma-separated."""
+    nums = sorted(int(c[2:]) for c in codes)
+    runs: list[list[int]] = []
+    for n in nums:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"PG{r[0]:03d}-PG{r[-1]:03d}" if len(r) >= 3 else ", ".join(f"PG{n:03d}" for n in r)
+                     for r in runs)
+
+
+def test_docs_list_each_stages_codes_from_the_table() -> None:
+    """docs/planner.md's lists of codes per stage are the table's (write `compact(...)` there)."""
+    text = (ROOT / "docs" / "planner.md").read_text(encoding="utf-8")
+    found = dict(re.findall(r"<!-- owners:(\w+) -->(.*?)<!-- /owners -->", text))
+    assert found == {stage: compact(codes) for stage, codes in CODE_OWNERS.items() if stage != "diagnostics"}
+    assert compact(("PG001", "PG002", "PG003", "PG005", "PG007", "PG008")) == "PG001-PG003, PG005, PG007, PG008"
