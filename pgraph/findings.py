@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Note
 from pgraph.expr import Expr
 from pgraph.source import Span
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class Finding:
     """A case of a rule met by a stage that does not own it. `notes` are the finder's (the include
     chain of the file it was met in); the reporter puts them after its own."""
@@ -34,7 +36,8 @@ class Finding:
 
 # ---- the frontend's rules (met by the form checks) ----
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class UnitSuffix(Finding):
     """PG001: a unit suffix after a `target` limit (`target=True`) or a `cost` (`span`: the suffix)."""
 
@@ -46,7 +49,8 @@ class UnitSuffix(Finding):
 
 # ---- lowering's rules (met when the overrides are read) ----
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class OverriddenTwice(Finding):
     """PG003: the config file overrides constant `name` a second time (`first`: the first line)."""
 
@@ -54,14 +58,16 @@ class OverriddenTwice(Finding):
     first: Span | None
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class NotAnOverride(Finding):
     """PG019: an item of the config file that is not a `const` line."""
 
 
 # ---- the planner's rules (met while parsing, lowering and checking forms) ----
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class LiteralTooLarge(Finding):
     """PG018: an integer literal of `digits` decimal digits, past the limit of 2**`bits`."""
 
@@ -69,14 +75,16 @@ class LiteralTooLarge(Finding):
     bits: int
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class ConstantCycle(Finding):
     """PG018: constant `name` is defined in terms of itself."""
 
     name: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class ConstantChain(Finding):
     """PG018: constant `name` is reached through more than `limit` constants, each defined by the next."""
 
@@ -84,14 +92,16 @@ class ConstantChain(Finding):
     limit: int
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class Unevaluable(Finding):
     """PG018: an expression that cannot be evaluated (`message`: the evaluator's, pgraph.expr.EvalError)."""
 
     message: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class NotConstant(Finding):
     """PG018: `what` must be a constant but depends on the variables `names` (comma-joined)."""
 
@@ -99,14 +109,16 @@ class NotConstant(Finding):
     names: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class AtIndexSpace(Finding):
     """PG020: `at TASK` given an index space (`span`: its first axis)."""
 
     task: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class MissingIndexSpace(Finding):
     """PG020: an `spmd`, `parallel` or `tiles` declaration (`kind`) with no index space."""
 
@@ -114,14 +126,16 @@ class MissingIndexSpace(Finding):
     kind: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class NoWave(Finding):
     """PG021: a `tiles` declaration with no wave."""
 
     tileset: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class TableNeedsIndex(Finding):
     """PG039: a call of kernels table `table` without an index (`size` members, declared at `declared`)."""
 
@@ -130,7 +144,8 @@ class TableNeedsIndex(Finding):
     declared: Span
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class BlockKernelIndex(Finding):
     """PG039: the kernel index of a call of table `table` uses SPMD block index `var`."""
 
@@ -138,7 +153,8 @@ class BlockKernelIndex(Finding):
     var: str
 
 
-@attrs.frozen(kw_only=True)
+@records.value
+@attrs.frozen(repr=False, eq=False, kw_only=True)
 class KernelTakesNoIndex(Finding):
     """PG039: a call of kernel `kernel` (not a table) with an index."""
 
