@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import attrs
 
 from pgraph import records
+from pgraph.kinds import InternalError
 from pgraph.source import Span
 
 
@@ -198,6 +201,30 @@ class DiagnosticBag:
         #: Called with the span of every diagnostic added; the notes they return are appended
         #: (lowering registers one that points at the `use` statements of fragments).
         self.note_hooks: list[Callable[[Span], Iterable[Note]]] = []
+        #: The owner's reporter of each class of finding (`pgraph.findings`; `pgraph.pipeline.owned_bag`
+        #: registers every room's), and the findings handed to this bag before it had one.
+        self.reporters: dict[type, Callable[[Any, DiagnosticBag], None]] = {}
+        self.pending: list[Any] = []
+        #: With verification on (`pgraph.pipeline.owned_bag`), the owning stage of each code: a code
+        #: added from a module of another stage is an InternalError (see `_check_owner`).
+        self.owners: dict[str, str] | None = None
+
+    def found(self, finding: Any) -> None:
+        """Hand a `pgraph.findings` record to the stage that owns its rule: its reporter adds the
+        diagnostic now; a bag with no reporter for it (a file's own parse, `frontend.loader`) keeps
+        it in `pending` until `forward` hands it on."""
+        report = self.reporters.get(type(finding))
+        if report is None:
+            self.pending.append(finding)
+        else:
+            report(finding, self)
+
+    def forward(self, into: DiagnosticBag, notes: Sequence[Note] = ()) -> None:
+        """Add this bag's diagnostics and pending findings to `into`, with `notes` after their own."""
+        for d in self.items:
+            into.add(d.code, d.message, d.span, [*d.notes, *notes], d.hint, d.severity, d.fix)
+        for f in self.pending:
+            into.found(attrs.evolve(f, notes=(*f.notes, *notes)))
 
     def add(
         self,
@@ -212,6 +239,8 @@ class DiagnosticBag:
         """Append a diagnostic (exact duplicates are kept once) and return it."""
         if code not in RULES:
             raise KeyError(f"unknown diagnostic code {code}")
+        if self.owners is not None:
+            self._check_owner(code)
         extra = [n for hook in self.note_hooks for n in hook(span)] if span is not None else []
         diag = Diagnostic(code, message, span, (*notes, *extra), hint, severity, fix)
         key = (code, message, span and (span.filename, span.line, span.col))
@@ -226,6 +255,20 @@ class DiagnosticBag:
         self.items.append(diag)
         return diag
 
+    def _check_owner(self, code: str) -> None:
+        """InternalError unless the module that adds `code` (the first caller outside this module:
+        `forward` passes on what its caller read) is in the package of the code's owner."""
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_globals.get("__name__") == __name__:
+            frame = frame.f_back
+        module = str(frame.f_globals.get("__name__", "?"))
+        parts = module.split(".")
+        room = parts[1] if len(parts) > 1 and parts[0] == "pgraph" else module
+        owner = self.owners.get(code) if self.owners else None
+        if room != owner:
+            raise InternalError(f"{module} reports {code}, whose owning stage is {owner} "
+                                "(pgraph.pipeline.CODE_OWNERS: hand it over as a pgraph.findings record)")
+
     def _suppress(self) -> None:
         """Count one dropped error in the (single) PG030 note."""
         self.suppressed += 1
@@ -238,15 +281,20 @@ class DiagnosticBag:
 
     @property
     def has_errors(self) -> bool:
-        """True when at least one diagnostic has ERROR severity."""
-        return any(d.level is Severity.ERROR for d in self.items)
+        """True when at least one diagnostic has ERROR severity (or a finding waits for its owner:
+        every rule a finding stands for is an error)."""
+        return bool(self.pending) or any(d.level is Severity.ERROR for d in self.items)
 
     def error_count(self) -> int:
         """Number of ERROR diagnostics."""
         return sum(1 for d in self.items if d.level is Severity.ERROR)
 
     def sorted(self) -> list[Diagnostic]:
-        """The diagnostics in deterministic source order."""
+        """The diagnostics in deterministic source order (InternalError when a finding was never
+        reported: a bag that met one must have its owner's reporter)."""
+        if self.pending:
+            raise InternalError(f"{type(self.pending[0]).__name__} was found but no stage reported it "
+                                "(the bag has no reporter for it: pgraph.pipeline.owned_bag)")
         return sorted(self.items, key=lambda d: (d.code == "PG030", d.sort_key()))
 
 

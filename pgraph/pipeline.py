@@ -6,7 +6,8 @@
 A stage that reports an error stops the pipeline (lowering and the form checks run
 together, so one run reports both). With `Options.verify` (or PGRAPH_VERIFY=1 in the
 environment, which the tests set) the IR verifier runs after lowering and after expansion.
-`run_until` stops after a named stage for `--emit ast|ir|graph|plan`.
+`run_until` stops after a named stage for `--emit ast|ir|graph|plan`. Each diagnostic code
+has one owning stage (`CODE_OWNERS`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pgraph import records
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
-from pgraph.frontend.forms import check_forms
+from pgraph.frontend import findings as frontend_findings
 from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, read_spec
 from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
@@ -31,7 +32,10 @@ from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
 from pgraph.ir.queries import Window
 from pgraph.kinds import InternalError
+from pgraph.lower import findings as lower_findings
+from pgraph.lower.forms import check_forms
 from pgraph.lower.lowerer import lower
+from pgraph.plan import findings as plan_findings
 from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
 from pgraph.plan.budgets import BudgetsPass
 from pgraph.plan.counts import CountsPass
@@ -54,8 +58,59 @@ from pgraph.plan.size import check_expansion_size
 from pgraph.plan.sync_start import SyncStartStarvedPass
 from pgraph.plan.waves import WaveDepsCheck, WavesCheck
 
-__all__ = ["Options", "PipelineError", "UsageError", "compile_program", "expand_window", "parse_define",
-           "plan_program", "run_until"]
+__all__ = ["CODE_OWNERS", "Options", "PipelineError", "UsageError", "compile_program", "expand_window",
+           "owned_bag", "parse_define", "plan_program", "run_until"]
+
+
+def _codes(*spans: str) -> tuple[str, ...]:
+    """`_codes("PG001", "PG006-PG009")` -> the codes, ranges expanded."""
+    out: list[str] = []
+    for s in spans:
+        lo, _, hi = s.partition("-")
+        out.extend(f"PG{n:03d}" for n in range(int(lo[2:]), int((hi or lo)[2:]) + 1))
+    return tuple(out)
+
+
+#: The owning stage of every diagnostic code: only the modules of that stage's package name the
+#: code and word its message (tests/unit/test_code_owners.py scans the source; bags watch every
+#: run). The granularity is the package, one per stage that reports: the frontend reads text
+#: (parse, includes, overrides), lowering resolves names (the lowerer and the form checks, one
+#: stage of the order: they run together and stop together), the planner checks values (the
+#: declaration and use checks, the size guard, the expansion checks and the passes). Finer
+#: would split a rule: the planner checks PG006, PG018 and PG026 on the constants before
+#: expansion and again on each instance after it, and PG114 on a task's arguments before and on
+#: each view's offsets after, each time where its values are first known; where a rule lives
+#: is a package, when it runs is this module's order. A stage that meets a case of another
+#: stage's rule hands it to the owner as a `pgraph.findings` record (`owned_bag`), reported at
+#: once, so the stop points are unchanged. PG030 is the bag's own (the error limit).
+CODE_OWNERS: dict[str, tuple[str, ...]] = {
+    "frontend": _codes("PG001", "PG004", "PG005"),
+    "lower": _codes("PG002", "PG003", "PG017", "PG019", "PG025", "PG028", "PG033", "PG034", "PG036", "PG038"),
+    "plan": _codes("PG006-PG016", "PG018", "PG020-PG024", "PG026", "PG027", "PG029", "PG031", "PG032", "PG035",
+                   "PG037", "PG039", "PG040", "PG100-PG121"),
+    "diagnostics": _codes("PG030"),
+}
+
+#: Each owner's reporters of the findings of its rules (`pgraph.findings`).
+FINDING_REPORTERS = {"frontend": frontend_findings.REPORTERS, "lower": lower_findings.REPORTERS,
+                     "plan": plan_findings.REPORTERS}
+
+
+#: Code -> its owning stage.
+OWNER_OF = {code: stage for stage, codes in CODE_OWNERS.items() for code in codes}
+
+
+def owned_bag(bag: DiagnosticBag | None = None, check_owners: bool = False) -> DiagnosticBag:
+    """`bag` (a new one by default) with every owner's finding reporters registered: a finding
+    a stage hands over (`bag.found`) is reported there and then by the stage that owns its code.
+    With `check_owners` (`Options.verify`, on in the tests) a code added from a module of a stage that
+    does not own it is an InternalError."""
+    bag = DiagnosticBag() if bag is None else bag
+    for reporters in FINDING_REPORTERS.values():
+        bag.reporters.update(reporters)
+    if check_owners:
+        bag.owners = OWNER_OF
+    return bag
 
 #: Checks of the resolved Program, before anything is expanded (pgraph.plan.base.ProgramCheck),
 #: in two tiers: the declarations themselves, then their uses (which trust the first tier).
@@ -177,6 +232,7 @@ def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = 
     """Run the pipeline up to and including `stage` (one of STAGES); stops early on errors."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
+    owned_bag(bag, opts.verify)
     with _collector_paused():
         return _run_until(path, opts, bag, stage)
 

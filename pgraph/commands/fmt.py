@@ -53,6 +53,11 @@ def run(args: argparse.Namespace, emit: Callable[[DiagnosticBag], None],
         changed.append(name)
         if not args.check:
             write(Path(name), _BOM + text if _has_bom(Path(name)) else text)
+    if bag.pending:  # a literal too large: the planner's PG018 (pgraph.findings); its reporters load only then
+        from pgraph.pipeline import owned_bag
+
+        bag.forward(reported := owned_bag())
+        bag = reported
     if bag.items:
         emit(bag)
     verb = "would reformat" if args.check else "reformatted"

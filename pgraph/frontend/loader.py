@@ -159,8 +159,7 @@ class _Loader:
         parsed = DiagnosticBag()
         module = parse_source(file, parsed)
         chain = [Note(f"in a file included from {inc.location()}") for inc in reversed(self.chain.get(file.display, ()))]
-        for d in parsed.items:
-            self.bag.add(d.code, d.message, d.span, [*d.notes, *chain], d.hint, d.severity, d.fix)
+        parsed.forward(self.bag, chain)
         if module is None:
             return
         for item in module.items:

@@ -10,8 +10,9 @@ from pathlib import Path
 import attrs
 
 from pgraph import records
-from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.diagnostics import DiagnosticBag
 from pgraph.expr import MAX_INT_BITS, Expr, Num
+from pgraph.findings import NotAnOverride, OverriddenTwice
 from pgraph.frontend import ast
 from pgraph.frontend.loader import (
     UsageError,
@@ -98,7 +99,8 @@ def collect_overrides(spec: Path, config: str | None, defines: Sequence[tuple[st
                       bag: DiagnosticBag, root: Path | None = None, allow_outside: bool = False) -> list[Override]:
     """The overrides of one run, in precedence order (a later one of a name wins).
 
-    The config file may hold only `const` lines (PG019 otherwise, PG003 for a name given twice);
+    The config file may hold only `const` lines, each constant once: what else it holds is handed to
+    lowering, which owns the rules (PG019, PG003 for a name given twice: `pgraph.findings`);
     it must lie inside `root` unless `allow_outside` (`resolve_config`).
     """
     out: dict[str, Override] = {}
@@ -109,12 +111,11 @@ def collect_overrides(spec: Path, config: str | None, defines: Sequence[tuple[st
         for item in module.items if module else ():
             if isinstance(item, ast.Const):
                 if item.name in out:  # a second override of one constant would silently win
-                    bag.add("PG003", f"constant '{item.name}' is overridden twice in the config file", item.span,
-                            [Note("first override", out[item.name].span)], hint="keep one of the two lines")
+                    bag.found(OverriddenTwice(span=item.span, name=item.name, first=out[item.name].span))
                     continue
                 out[item.name] = Override(item.name, item.expr, item.span, f"--config {file.display}")
             else:
-                bag.add("PG019", "a config file holds only `const` overrides", item.span)  # type: ignore[union-attr]
+                bag.found(NotAnOverride(span=item.span))  # type: ignore[union-attr]
     all_defines = list(defines)
     if layers is not None:
         all_defines.append(("NUM_LAYERS", layers))

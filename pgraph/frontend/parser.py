@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import MAX_INT_BITS
+from pgraph.findings import LiteralTooLarge
 from pgraph.frontend import ast, import_lark, lalr
 from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
 from pgraph.source import SourceFile, Span, span_from_meta
@@ -472,7 +473,7 @@ class _ToAst:
     def number(self, meta: Any, c: list[Any]) -> ast.Num:
         value = int(str(c[0]).replace("_", ""))
         if value.bit_length() > MAX_INT_BITS:
-            raise ValueError("integer literal too large")  # parse_source reports it (PG018)
+            raise ValueError("integer literal too large")  # parse_source hands it to the planner (PG018)
         return ast.Num(value, self._span(meta))
 
     @with_meta
@@ -584,9 +585,7 @@ def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
     except _LiteralError as err:  # int() of a literal past Python's 4300-digit limit
         tok = next((c for c in err.node.children if _is_token(c, "INT")), None)
         digits = len(str(tok).replace("_", "")) if tok is not None else 0
-        bag.add("PG018", f"an integer literal of {digits:,} digits is too large (the limit is 2**{MAX_INT_BITS})",
-                span_from_meta(file, tok or err.node.meta),
-                hint="integers are decimal constants; write a shorter value")
+        bag.found(LiteralTooLarge(span=span_from_meta(file, tok or err.node.meta), digits=digits, bits=MAX_INT_BITS))
         return None
 
 

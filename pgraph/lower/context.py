@@ -30,6 +30,7 @@ from pgraph.expr import (
     has_runtime,
     substitute,
 )
+from pgraph.findings import ConstantChain, ConstantCycle, NotConstant, Unevaluable
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
 from pgraph.frontend.overrides import Override
@@ -217,14 +218,12 @@ class LowerContext:
         if decl is None:
             return None
         if name in self._const_busy:
-            self.err("PG018", f"constant '{name}' is defined in terms of itself", decl.span)
+            self.bag.found(ConstantCycle(span=decl.span, name=name))
             return None
         if len(self._const_busy) >= MAX_CHAIN:  # each link recurses; stop before Python's limit
             if not self._chain_reported:
                 self._chain_reported = True
-                self.err("PG018", f"constant '{name}' is reached through a chain of more than {MAX_CHAIN} "
-                         "constants each defined by the next", decl.span,
-                         hint="define the constants in terms of earlier ones")
+                self.bag.found(ConstantChain(span=decl.span, name=name, limit=MAX_CHAIN))
             return None
         self._const_busy.add(name)
         override = self.overrides.get(name)
@@ -235,7 +234,8 @@ class LowerContext:
         return value
 
     def eval_const(self, expr: Expr, what: str = "a constant expression") -> int | None:
-        """Evaluate an expression that may only use constants (PG002 / PG018 otherwise)."""
+        """Evaluate an expression that may only use constants (PG002 otherwise; what cannot be
+        evaluated is the planner's PG018, handed to it: `pgraph.findings`)."""
         call = find_func(expr, "dim")
         if call is not None:
             self.err("PG038", f"`dim(...)` reads a tensor shape, which {what} cannot use", call.span,
@@ -258,7 +258,7 @@ class LowerContext:
         try:
             return evaluate(expr, env)
         except EvalError as e:
-            self.err("PG018", e.message, e.span)
+            self.bag.found(Unevaluable(span=e.span, message=e.message))
             return None
 
     def resolve_dims(self, expr: Expr) -> Expr | None:
@@ -343,11 +343,11 @@ class LowerContext:
         try:
             return substitute(expr, values)
         except EvalError as e:
-            self.err("PG018", e.message, e.span)
+            self.bag.found(Unevaluable(span=e.span, message=e.message))
             return None
 
     def fold_int(self, expr: Expr, env: Env, what: str) -> int | None:
-        """Fold to a constant integer; free variables are an error (PG018)."""
+        """Fold to a constant integer; free variables are an error (the planner's PG018, handed to it)."""
         folded = self.fold(expr, env)
         if folded is None:
             return None
@@ -356,7 +356,7 @@ class LowerContext:
             return None
         if not isinstance(folded, Num):
             names = ", ".join(sorted(free_vars(folded)))
-            self.err("PG018", f"{what} must be a constant, but it depends on {names}", expr.span)
+            self.bag.found(NotConstant(span=expr.span, what=what, names=names))
             return None
         return folded.value
 

@@ -45,7 +45,7 @@ def name_taken(ctx: LowerContext, name: str, span: Span) -> bool:
 
 
 def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, loops: tuple[int, ...]) -> None:
-    """An `external` tensor is an orchestration argument (top level only: frontend.forms); any
+    """An `external` tensor is an orchestration argument (top level only: lower.forms); any
     other is an allocation of the scope it stands in (hoisted out of manual scopes)."""
     if name_taken(ctx, item.name, item.span):
         return
@@ -58,7 +58,7 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
         ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.EXTERNAL, item.span,
                                            None, scope, None, index, (), spans(item.shape), tuple(item.runtime))
         return
-    if scope is None:   # a top-level tensor that is not external: PG019 (frontend.forms reports it)
+    if scope is None:   # a top-level tensor that is not external: PG019 (lower.forms reports it)
         ctx.failed.add(item.name)
         return
     # a loop inside a manual scope allocates nothing: its tensors are hoisted, with the manual
@@ -115,7 +115,7 @@ def kernel_name_taken(ctx: LowerContext, name: str, span: Span) -> bool:
 
 
 def declare_kernel(ctx: LowerContext, item: ast.KernelDecl) -> None:
-    """A kernel signature; parameter order and duplicate names are checked by frontend.forms."""
+    """A kernel signature; parameter order and duplicate names are checked by lower.forms."""
     if kernel_name_taken(ctx, item.name, item.span):
         return
     params: list[ir.Param] = []

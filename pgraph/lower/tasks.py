@@ -3,7 +3,7 @@
 Names are resolved here (tensors, kernels, index variables, tasks a dep names); what the
 resolved declaration means is checked in `pgraph.plan` (argument counts, directions,
 dtypes and shapes, wave coverage, region ranks, negative ranges) and its form (an `at`
-without an index space, one call per task) in `pgraph.frontend.forms`.
+without an index space, one call per task) in `pgraph.lower.forms`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import attrs
 
 from pgraph.diagnostics import Note
 from pgraph.expr import Expr, free_vars, has_runtime
+from pgraph.findings import BlockKernelIndex, KernelTakesNoIndex, TableNeedsIndex
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
 from pgraph.kinds import DIRECTION_ACCESSES, DepKind, Flag, NodeKind, TaskKind, unhandled
@@ -86,7 +87,7 @@ def lower_task(ctx: LowerContext, t: ast.Task, where: Where) -> None:
         the_call = (wave_calls.get(wave) if wave else None) or call
         if t.kind is not TaskKind.DUMMY:
             if the_call is None:
-                continue  # a missing call is PG028 (frontend.forms)
+                continue  # a missing call is PG028 (lower.forms)
             bound = lower_call(ctx, the_call, local, explicit, untouched, task_axes, block_axes, where.loops)
             if bound is None:
                 continue
@@ -238,9 +239,8 @@ def lower_call(ctx: LowerContext, call: ast.Call, env: Env, explicit: list[ir.Ac
         return None
     if table is not None:
         if call.index is None:
-            ctx.err("PG039", f"'{call.kernel}' is a kernels table; the call must pick a kernel with an index",
-                    call.span, [Note(f"'{table.name}' declared here", table.span)],
-                    hint=f"write `call {call.kernel}[INDEX](...)` with an index of the task (0..{len(table.members) - 1})")
+            ctx.bag.found(TableNeedsIndex(span=call.span, table=call.kernel, size=len(table.members),
+                                          declared=table.span))  # the planner's PG039
             return None
         index = ctx.fold(call.index, env)
         if index is None:
@@ -251,9 +251,7 @@ def lower_call(ctx: LowerContext, call: ast.Call, env: Env, explicit: list[ir.Ac
         allowed = {a.var for a in task_axes} | {ctx.loops[lp].axis.var for lp in loops}
         blocks = free_vars(index) & {a.var for a in block_axes}
         if blocks:
-            ctx.err("PG039", f"the kernel index of '{call.kernel}' uses SPMD block index '{sorted(blocks)[0]}': "
-                    "every block of one task runs the same kernel", call.index.span,
-                    hint="index the table with task indices and loop variables only (one kernel per task)")
+            ctx.bag.found(BlockKernelIndex(span=call.index.span, table=call.kernel, var=sorted(blocks)[0]))
             return None
         unknown = free_vars(index) - allowed
         if unknown:
@@ -269,8 +267,7 @@ def lower_call(ctx: LowerContext, call: ast.Call, env: Env, explicit: list[ir.Ac
                 fix=respell(name_span, call.kernel, guess) if at > 0 else None)
         return None
     elif call.index is not None:
-        ctx.err("PG039", f"'{call.kernel}' is a kernel, not a kernels table; it takes no index", call.index.span,
-                hint=f"drop the index, or declare `kernels TABLE = [{call.kernel}, ...]` and call `TABLE[i]`")
+        ctx.bag.found(KernelTakesNoIndex(span=call.index.span, kernel=call.kernel))
         return None
     site = ir.CallSite(kernel.name, len(call.args), call.span)
     tname = table.name if table is not None else None
@@ -303,7 +300,7 @@ def item_loop(ctx: LowerContext, item: ast.ItemLoop, env: Env) -> list[ir.Access
                 if reg is None:
                     return None
                 out.append(ir.Access(sub.kind, reg, items, r.span, explicit=True))
-        # anything else is PG019 (frontend.forms)
+        # anything else is PG019 (lower.forms)
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from pgraph import records
+from pgraph.fastpath import reference_mode
 from pgraph.ir.instances import Instance
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
@@ -158,6 +159,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
     """
     g = plan.graph
     n = len(g.instances)
+    jump = not reference_mode()  # PGRAPH_REFERENCE=1: every pass evaluated, no steady-state jump
     lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
     preds = [list(g.pred[v]) for v in range(n)]
     dist = [0] * n
@@ -271,7 +273,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                 cur = dist[i:j]
                 if prev is not None:
                     dv = [x - y for x, y in zip(cur, prev)]
-                    if dv == prev_dv and steady(i, j, dv, twins):
+                    if jump and dv == prev_dv and steady(i, j, dv, twins):
                         # two passes in a row moved each node by the same amount as the pass
                         # before, all moving nodes by one step, and no still node has a moving
                         # input: each later pass adds the same again; jump to the last pass

@@ -7,6 +7,7 @@ import math
 
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.expr import BinOp, EvalError, Expr, Num, evaluate, free_vars
+from pgraph.findings import ConstantChain, ConstantCycle, LiteralTooLarge, NotConstant, Unevaluable
 from pgraph.ir.program import Program
 from pgraph.kinds import CarryKind, Storage
 from pgraph.plan.base import ProgramCheck
@@ -121,3 +122,32 @@ class CarriesCheck(ProgramCheck):
                 bag.add("PG029", f"carry '{carry.name}': '{carry.init}' is {init.dtype}{list(init.shape)} but "
                         f"'{carry.next}' is {nxt.dtype}{list(nxt.shape)}", carry.span,
                         [Note(f"'{carry.next}' declared here", nxt.span)])
+
+
+# ---- PG018 met before the Program exists (handed over: pgraph.findings) ----
+
+def literal_too_large(f: LiteralTooLarge, bag: DiagnosticBag) -> None:
+    """PG018: an integer literal past the evaluator's limit (met by the parser)."""
+    bag.add("PG018", f"an integer literal of {f.digits:,} digits is too large (the limit is 2**{f.bits})", f.span,
+            f.notes, hint="integers are decimal constants; write a shorter value")
+
+
+def constant_cycle(f: ConstantCycle, bag: DiagnosticBag) -> None:
+    """PG018: a constant defined in terms of itself (met by lowering's folding)."""
+    bag.add("PG018", f"constant '{f.name}' is defined in terms of itself", f.span, f.notes)
+
+
+def constant_chain(f: ConstantChain, bag: DiagnosticBag) -> None:
+    """PG018: a chain of constants deeper than lowering folds."""
+    bag.add("PG018", f"constant '{f.name}' is reached through a chain of more than {f.limit} constants each "
+            "defined by the next", f.span, f.notes, hint="define the constants in terms of earlier ones")
+
+
+def unevaluable(f: Unevaluable, bag: DiagnosticBag) -> None:
+    """PG018: an expression of constants the evaluator refuses (division by zero, an unknown function)."""
+    bag.add("PG018", f.message, f.span, f.notes)
+
+
+def not_constant(f: NotConstant, bag: DiagnosticBag) -> None:
+    """PG018: a value that must be a constant depends on variables."""
+    bag.add("PG018", f"{f.what} must be a constant, but it depends on {f.names}", f.span, f.notes)

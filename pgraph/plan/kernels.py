@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.expr import EvalError
+from pgraph.findings import BlockKernelIndex, KernelTakesNoIndex, TableNeedsIndex
 from pgraph.ir.program import Kernel, Program
 from pgraph.ir.queries import axis_values, kernel_at
 from pgraph.plan.base import ProgramCheck
@@ -64,3 +65,25 @@ class KernelTablesCheck(ProgramCheck):
                                                        p.kernel_tables[d.kernel_table].span)],
                             hint="the index must pick a member for every task: list one kernel per task index")
                     break
+
+
+# ---- PG039 met by lowering while it binds a call (handed over: pgraph.findings) ----
+
+def table_needs_index(f: TableNeedsIndex, bag: DiagnosticBag) -> None:
+    """PG039: a call of a kernels table must pick a member."""
+    bag.add("PG039", f"'{f.table}' is a kernels table; the call must pick a kernel with an index", f.span,
+            [Note(f"'{f.table}' declared here", f.declared), *f.notes],
+            hint=f"write `call {f.table}[INDEX](...)` with an index of the task (0..{f.size - 1})")
+
+
+def block_kernel_index(f: BlockKernelIndex, bag: DiagnosticBag) -> None:
+    """PG039: every block of one task runs one kernel, so the index may not use a block index."""
+    bag.add("PG039", f"the kernel index of '{f.table}' uses SPMD block index '{f.var}': every block of one task "
+            "runs the same kernel", f.span, f.notes,
+            hint="index the table with task indices and loop variables only (one kernel per task)")
+
+
+def kernel_takes_no_index(f: KernelTakesNoIndex, bag: DiagnosticBag) -> None:
+    """PG039: an index on a call of a single kernel."""
+    bag.add("PG039", f"'{f.kernel}' is a kernel, not a kernels table; it takes no index", f.span, f.notes,
+            hint=f"drop the index, or declare `kernels TABLE = [{f.kernel}, ...]` and call `TABLE[i]`")

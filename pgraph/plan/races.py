@@ -21,6 +21,7 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import Fix, Note
+from pgraph.fastpath import reference_mode
 from pgraph.ir.instances import BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
@@ -270,9 +271,10 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
     pairs: set[tuple[int, int]] = set()
     vectored = []
     threshold = NUMPY_LOADED_TOUCHES if "numpy" in sys.modules else NUMPY_TOUCHES
+    fast = not reference_mode()  # PGRAPH_REFERENCE=1: the sweep for every name (docs/architecture.md)
     for name, named in by_name.items():
         rank = len(named[0][2])
-        if numpy or (numpy is None and len(named) >= threshold):
+        if numpy or (numpy is None and fast and len(named) >= threshold):
             try:
                 vectored.append(_numpy_pairs(named, rank))
                 continue
@@ -418,7 +420,7 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
     found = conflicts(plan)
-    if "numpy" in sys.modules and len(found) >= 10_000:  # loaded for the big buffers: the arrays' way
+    if "numpy" in sys.modules and len(found) >= 10_000 and not reference_mode():  # the arrays' way (NumPy is loaded)
         import numpy as np
 
         ordered = reach.ordered_mask(np.frombuffer(found.first, dtype=np.int64),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pgraph.diagnostics import DiagnosticBag, Note
+from pgraph.findings import AtIndexSpace, MissingIndexSpace
 from pgraph.ir.program import IAxis, Program, RegionRef
 from pgraph.ir.queries import region_shape, tensor_of
 from pgraph.kinds import DepKind
@@ -89,3 +90,16 @@ class RanksCheck(ProgramCheck):
                     n = len(ts.axes)
                     bag.add("PG020", f"'{ts.name}' has {n} tile ind{'ex' if n == 1 else 'ices'} but the dep selects "
                             f"{len(dep.sels)}", dep.span, [Note(f"'{ts.name}' declared here", ts.span)])
+
+
+# ---- PG020 met by the form checks (handed over: pgraph.findings) ----
+
+def at_index_space(f: AtIndexSpace, bag: DiagnosticBag) -> None:
+    """PG020: `at` is one task with one block, so it takes no index space."""
+    bag.add("PG020", f"`at {f.task}` is one task with one block; it takes no index space", f.span, f.notes,
+            hint="use `spmd` for blocks of one task, `parallel` for separate tasks, `tiles` for waves")
+
+
+def missing_index_space(f: MissingIndexSpace, bag: DiagnosticBag) -> None:
+    """PG020: `spmd`, `parallel` and `tiles` need an index space."""
+    bag.add("PG020", f"`{f.kind} {f.task}` needs an index space, e.g. `[i in 0..N]`", f.span, f.notes)

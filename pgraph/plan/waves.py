@@ -8,6 +8,7 @@ import math
 
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.expr import free_vars
+from pgraph.findings import NoWave
 from pgraph.ir.program import IAxis, Program, TileSet
 from pgraph.kinds import TaskKind
 from pgraph.plan.base import ProgramCheck
@@ -86,3 +87,9 @@ class WaveDepsCheck(ProgramCheck):
                             bag.add("PG027", f"a dep of '{d.name}' uses SPMD block index {', '.join(sorted(used))}; "
                                     "one task waits for all its deps", e.span,
                                     hint="deps may use the task indices and loop variables only")
+
+
+def no_wave(f: NoWave, bag: DiagnosticBag) -> None:
+    """PG021 met by the form checks (pgraph.findings): a `tiles` declaration with no wave covers nothing."""
+    bag.add("PG021", f"tiles '{f.tileset}' declares no wave", f.span, f.notes,
+            hint="add `wave NAME ... : parallel|spmd ...` lines that cover every tile once")

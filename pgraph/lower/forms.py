@@ -1,35 +1,28 @@
-"""The forms of declarations that the grammar does not fix, checked on the AST.
+"""The forms of declarations that the grammar does not fix, checked on the AST with lowering.
 
 The grammar lets a task keyword take any index space, flags and body so that a misplaced
-piece gets a precise diagnostic instead of a parse error. Checked here, before any name is
-resolved: an `at` takes no index space and `spmd`/`parallel`/`tiles` need one (PG020); a
-dummy takes no body, waves belong to `tiles`, an item loop holds lets and accesses only, an
-`external` tensor is a top-level declaration and every other tensor is not (PG019); `tiles`
-needs a wave (PG021); a compute task calls exactly one kernel (PG028, PG003); names are
-declared once per index space, kernel and tile set (PG003); a kernel's scalars come after
-its tensors (PG025); flags are given once and `sync_start` is for SPMD grids (PG036); unit
-suffixes are not part of the language (PG001).
+piece gets a precise diagnostic instead of a parse error. Checked here, on the AST, in the
+same stage as lowering (one run reports both): a dummy takes no body, waves belong to `tiles`,
+an item loop holds lets and accesses only, an `external` tensor is a top-level declaration and
+every other tensor is not (PG019); a compute task calls exactly one kernel (PG028, PG003);
+names are declared once per index space, kernel and tile set (PG003); a kernel's scalars come
+after its tensors (PG025); flags are given once and `sync_start` is for SPMD grids (PG036);
+allocations have no `runtime` dimension (PG038). What these checks meet of other stages'
+rules is handed to the owner (`pgraph.findings`): an `at` with an index space or an
+`spmd`/`parallel`/`tiles` without one (PG020), `tiles` without a wave (PG021), a unit suffix
+(PG001).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import attrs
-
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note, Severity
-from pgraph.expr import Name, Num, show
+from pgraph.findings import AtIndexSpace, MissingIndexSpace, NoWave, UnitSuffix
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
-from pgraph.frontend.unparse import expr as unparse_expr
 from pgraph.kinds import Direction, Flag, TaskKind, unhandled
 from pgraph.source import Span
-
-#: Multiplier of each byte unit (decimal and binary prefixes), for the fix the PG001 hint shows.
-BYTE_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KiB": 2**10, "MiB": 2**20,
-              "GiB": 2**30, "TiB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
-#: Costs are in µs: the factor that turns each time unit into µs.
-TIME_UNITS = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000}
 
 
 class _Forms:
@@ -97,28 +90,7 @@ class _Forms:
     def unit(self, key: str, unit: str | None, span: Span | None, expr: ast.Expr, target: bool) -> None:
         if unit is None or span is None:
             return
-        value = show(expr)
-        factor = 1
-        if target and key == "heap" and unit in BYTE_UNITS:
-            factor = BYTE_UNITS[unit]
-            text = f"`heap = {value} * {factor}` ({unit} in bytes)" if factor != 1 else f"`heap = {value}`"
-            hint = f"limits are plain numbers and the heap is in bytes: write {text}"
-        elif target:
-            hint = f"`{key}` is a plain count: write `{key} = {value}`"
-        elif unit in TIME_UNITS:
-            factor = TIME_UNITS[unit]
-            text = f"`cost {key} = {value}`" if factor == 1 else f"`cost {key} = {value} * {factor}`"
-            hint = f"costs are plain numbers of µs: write {text}"
-        else:
-            hint = f"costs are plain numbers of µs: write `cost {key} = {value}`"
-        if factor == 1:
-            edit = Edit.delete(span)
-        elif isinstance(expr, (Num, Name)):
-            edit = Edit(span, f"* {factor}")
-        else:  # `2 + 254 MiB` -> `(2 + 254) * 1048576`
-            edit = Edit(attrs.evolve(expr.span, end_line=span.end_line, end_col=span.end_col),
-                        f"({unparse_expr(expr)}) * {factor}")
-        self.err("PG001", f"unit suffix `{unit}` is not part of the language", span, hint=hint, fix=Fix((edit,)))
+        self.bag.found(UnitSuffix(span=span, key=key, unit=unit, expr=expr, target=target))  # the frontend's PG001
 
     # ---- statements ----
     def block(self, block: ast.Block) -> None:
@@ -147,10 +119,9 @@ class _Forms:
     def task(self, t: ast.Task) -> None:
         self.dups(((a.var, a.span) for a in t.axes), "index variable")
         if t.kind is TaskKind.AT and t.axes:
-            self.err("PG020", f"`at {t.name}` is one task with one block; it takes no index space", t.axes[0].span,
-                     hint="use `spmd` for blocks of one task, `parallel` for separate tasks, `tiles` for waves")
+            self.bag.found(AtIndexSpace(span=t.axes[0].span, task=t.name))
         if t.kind in (TaskKind.SPMD, TaskKind.PARALLEL, TaskKind.TILES) and not t.axes:
-            self.err("PG020", f"`{t.kind} {t.name}` needs an index space, e.g. `[i in 0..N]`", t.name_span)
+            self.bag.found(MissingIndexSpace(span=t.name_span, task=t.name, kind=str(t.kind)))
         self.flags(t)
         if t.kind is TaskKind.DUMMY:
             if t.body:
@@ -161,8 +132,7 @@ class _Forms:
         if t.kind is not TaskKind.TILES and waves:
             self.err("PG019", "waves belong to a `tiles` declaration", waves[0].span)
         if t.kind is TaskKind.TILES and not waves:
-            self.err("PG021", f"tiles '{t.name}' declares no wave", t.name_span,
-                     hint="add `wave NAME ... : parallel|spmd ...` lines that cover every tile once")
+            self.bag.found(NoWave(span=t.name_span, tileset=t.name))
         self.dups(((w.name, w.span) for w in waves), "wave")
         for w in waves:
             self.dups(((a.var, a.span) for a in w.axes), "index variable")
