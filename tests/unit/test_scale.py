@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
-import os
 import random
 import sys
 from collections import defaultdict
@@ -403,19 +402,6 @@ def test_saved_tables_match_the_grammar() -> None:
 
 def test_stale_tables_are_not_used() -> None:
     assert pgl_parser.load_saved_parser(pgl_parser._grammar_text() + "\n// edited\n") is None
-
-
-def test_start_up_does_not_import_lark() -> None:
-    """The command line does not import lark at start, nor to check a valid spec (parsed by the
-    driver, `pgraph.frontend.lalr`, with no second parse by Lark)."""
-    import subprocess
-
-    code = ("import sys, pgraph.cli; at_start = 'lark' in sys.modules; "
-            "code = pgraph.cli.main(['check', 'specs/decode_layer.pgl']); "
-            "print(at_start, code, 'lark' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={**os.environ, "PGRAPH_REFERENCE": "0"})
-    assert out.stdout.splitlines()[-1].split() == ["False", "0", "False"], out.stderr
 
 
 # ---- the bench spec generators ---------------------------------------------------------------
