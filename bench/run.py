@@ -69,16 +69,11 @@ def compile_bytecode() -> str:
     install), and say so. Under PYTHONDONTWRITEBYTECODE=1 (this machine's environment, and
     .ci/run's) an editable install never writes `.pyc` files, so every process would compile
     every pgraph module again (~0.2 s CPU per process): start-up rows would measure the
-    compiler, not pgraph. For the same reason the attrs code cache (`pgraph.records`), which a
-    run writes where Python writes bytecode, is written first (`python3 -m pgraph.records`)."""
+    compiler, not pgraph."""
     import compileall
 
     ok = compileall.compile_dir(str(ROOT / "pgraph"), quiet=2)
-    cached = subprocess.run([sys.executable, "-m", "pgraph.records"], cwd=ROOT, capture_output=True).returncode == 0
-    if not ok:
-        return "bytecode compilation failed"
-    return ("pgraph's bytecode and attrs code cache written first (`compileall`, `python3 -m pgraph.records`)"
-            if cached else "pgraph's bytecode compiled first (`compileall`; the attrs code cache could not be written)")
+    return "pgraph's bytecode compiled first (`compileall`)" if ok else "bytecode compilation failed"
 
 
 def summary(rows: list[tuple[float, float, float, int]]) -> dict[str, Any]:

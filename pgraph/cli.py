@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from pgraph import __version__, records
+from pgraph import __version__
 from pgraph.diagnostics import (
     DiagnosticBag,
     Severity,
@@ -450,8 +450,7 @@ def run() -> None:
     Outputs are complete when `main` returns (written atomically, streams flushed here), so the
     process ends without tearing down its objects one by one: after a --full plan of a
     351,050-task prefill that teardown alone takes seconds. For the same reason the cyclic
-    collector never scans the pipeline's objects (`pipeline.keep_results`). attrs' generated
-    code new to the cache is saved first (`pgraph.records.AttrsCodeCache`).
+    collector never scans the pipeline's objects (`pipeline.keep_results`).
     """
     keep_results()
     code = main()
@@ -460,7 +459,6 @@ def run() -> None:
         sys.stderr.flush()
     except (BrokenPipeError, ValueError):
         pass
-    records.CODE_CACHE.save()  # attrs' code for classes new to the cache, where bytecode is written
     os._exit(code)
 
 

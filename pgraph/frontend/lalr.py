@@ -15,10 +15,10 @@ program in the tests (tests/unit/test_lalr.py):
 - the tokens: Lark's contextual lexer, i.e. in each parser state the first of that state's
   terminals (Lark's order: priority, longest possible match, longest pattern, name) that
   matches, with a keyword string re-typed from the regex terminal it is embedded in. The
-  first match of all terminals is found by trying, in order, only those a token starting with
-  the position's character can be (from the regexes' parse trees at build time, cut after the
-  first that surely matches; `_char_scanners`); when that terminal is not the state's, the
-  state's terminals after it are tried one by one (rare: `in` after a loop name).
+  first match of all terminals is the first pattern terminal that matches (one alternation of
+  the 18 patterns) unless a literal terminal before it, one starting with the position's
+  character, matches (53 literals, compared as strings); when that terminal is not the
+  state's, the state's terminals after it are tried one by one (rare: `in` after a loop name).
 - the unit reductions (`?rule: one_symbol` chains, ~6,000 in the decode spec) only change the
   top state: the state they end in is kept per (state below, top state, token).
 - the tree shapes: each rule's child filter (anonymous tokens dropped, `_` rules spliced in),
@@ -34,10 +34,38 @@ import re
 from typing import Any
 
 #: The generated module of the tables: GRAMMAR_DIGEST, the digest of the grammar they were
-#: built from (`pgraph.frontend.parser.grammar_digest`), and TABLES. A module, loaded from its
-#: bytecode like any other (~1 ms), where a JSON file would cost the json import and decoding
-#: (~4 ms of every start).
+#: built from (`pgraph.frontend.parser.grammar_digest`), LARK_VERSION, the version of the Lark
+#: that built them, and TABLES. A module, loaded from its bytecode like any other (~1 ms), where
+#: a JSON file would cost the json import and decoding (~4 ms of every start).
 TABLES_MODULE = "pgraph.frontend.pgl_tables"
+
+#: The line of lark/__init__.py that sets `lark.__version__` (`installed_lark_version`).
+_VERSION_LINE = re.compile(r'^__version__(?:\s*:\s*str)?\s*=\s*["\']([^"\']+)["\']', re.MULTILINE)
+
+
+def installed_lark_version() -> str | None:
+    """`lark.__version__` of the Lark that `import lark` loads, without importing it (~30 ms):
+    the module when it is loaded already, else the line of its `lark/__init__.py` that sets it
+    (tests/unit/test_lalr.py holds the two equal). None when Lark is not found or the line is
+    not there: no tables match then, and Lark parses."""
+    import sys
+
+    module = sys.modules.get("lark")
+    if module is not None:
+        version = getattr(module, "__version__", None)
+        return version if isinstance(version, str) else None
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("lark")
+        if spec is None or spec.origin is None:
+            return None
+        with open(spec.origin, encoding="utf-8") as f:
+            text = f.read()
+    except (ImportError, OSError, ValueError):
+        return None
+    m = _VERSION_LINE.search(text)
+    return None if m is None else m.group(1)
 
 
 class Token(str):
@@ -89,8 +117,8 @@ class Meta:
 
 
 class Fallback(Exception):
-    """The driver does not accept the text (a syntax error, or a shape it does not handle):
-    the caller parses it with Lark, whose answer is the answer."""
+    """The driver does not accept the text (a syntax error, or a tree higher than the limit):
+    the caller parses it with Lark, whose answer (its syntax error) is the answer."""
 
 
 class _Node:
@@ -117,9 +145,9 @@ class _Inline:
 
 
 @functools.cache
-def load_tables(digest: bytes) -> dict[str, Any] | None:
-    """The saved tables when they were built from the grammar of `digest`, else None (stale,
-    missing, or not the shape written)."""
+def load_tables(digest: bytes, lark_version: str | None) -> dict[str, Any] | None:
+    """The saved tables when they were built from the grammar of `digest` by the Lark of
+    `lark_version`, else None (stale, built by another Lark, missing, or not the shape written)."""
     import importlib
 
     try:
@@ -127,7 +155,8 @@ def load_tables(digest: bytes) -> dict[str, Any] | None:
     except ImportError:
         return None
     tables = getattr(module, "TABLES", None)
-    if getattr(module, "GRAMMAR_DIGEST", None) != digest.decode("ascii") or not isinstance(tables, dict):
+    if (getattr(module, "GRAMMAR_DIGEST", None) != digest.decode("ascii") or lark_version is None
+            or getattr(module, "LARK_VERSION", None) != lark_version or not isinstance(tables, dict)):
         return None
     return tables
 
@@ -138,17 +167,14 @@ class Driver:
     def __init__(self, tables: dict[str, Any]) -> None:
         self.terminals: list[tuple[str, str]] = tables["terminals"]  # (name, regexp), Lark's order
         self.index = {name: i for i, (name, _) in enumerate(self.terminals)}
-        # per ASCII character: the terminals a token starting with it can be, in order, cut
-        # after the first that surely matches (`_char_scanners`): one to six tries instead of
-        # the alternation of all 71 terminals at every token (~1.5 µs); the 53 literal
-        # terminals are compared as strings, the 18 patterns compiled when first needed
-        self.scan_lists: list[list[int]] = tables["scanners"]
-        self.scanner_of: list[int] = tables["scanner_of"]
+        self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
+        # the first pattern terminal (not one literal string) that matches at a position: one
+        # alternation of the patterns in Lark's order (the first branch that matches wins)
+        self.patterns = re.compile("|".join(f"(?P<{name}>{regexp})" for name, regexp in self.terminals
+                                            if name not in self.literals)).match
         self.scanners: dict[str, Any] = {}  # character -> its scan function (`_scanner`)
         self.tails: dict[tuple[int, str], list[tuple[str, str | None, Any]]] = {}  # `_fallback`'s tries
         self.single: dict[str, re.Pattern[str]] = {}
-        self.master: Any = None  # the alternation of all terminals (`_scanner`, beyond ASCII)
-        self.literals: dict[str, str] = tables["literals"]  # terminal -> the one string it matches
         self.ignore = frozenset(tables["ignore"])
         self.newline = frozenset(tables["newline"])
         # per lexer: (its terminals as a set, [(order, name)] in order, {regex terminal: {keyword: type}})
@@ -172,43 +198,27 @@ class Driver:
             raise ValueError("an ignored terminal is missing from a state's lexer")
 
     def _scanner(self, char: str) -> Any:
-        """`scan(text, pos) -> (terminal, characters) | None`: the first terminal of all that
-        matches at a position holding `char`. For an ASCII character it tries the terminals a
-        token starting with it can be, in order (`scanner_of`), a literal by comparison and a
-        pattern by its own regex; beyond ASCII, the alternation of all terminals."""
-        code = ord(char)
-        which = self.scanner_of[code] if code < 128 else None
-        if which is None:
-            if self.master is None:  # compiled once, when a text first has a character beyond ASCII
-                self.master = re.compile("|".join(f"(?P<{n}>{r})" for n, r in self.terminals)).match
-            master = self.master
-
+        """`scan(text, pos) -> (terminal, characters) | None`: the first terminal of all (Lark's
+        order) that matches at a position holding `char`: the first pattern terminal that
+        matches, unless a literal terminal before it, one starting with `char`, matches."""
+        patterns, rank = self.patterns, self.index
+        words = sorted((rank[name], name, word) for name, word in self.literals.items() if word.startswith(char))
+        if not words:
             def scan(text: str, pos: int) -> tuple[str, str] | None:
-                m = master(text, pos)
+                m = patterns(text, pos)
                 return None if m is None else (m.lastgroup, m.group())  # type: ignore[return-value]
-        elif which < 0:
-            def scan(text: str, pos: int) -> tuple[str, str] | None:
-                return None
         else:
-            alts = [(self.terminals[i][0], self.literals.get(self.terminals[i][0]), self._single(i))
-                    for i in self.scan_lists[which]]
-            only = alts[0][1] if len(alts) == 1 else None
-            if only is not None:
-                name, literal = alts[0][0], only
+            past = len(self.terminals)
 
-                def scan(text: str, pos: int) -> tuple[str, str] | None:
-                    return (name, literal) if text.startswith(literal, pos) else None
-            else:
-                def scan(text: str, pos: int) -> tuple[str, str] | None:
-                    for name, word, pattern in alts:
-                        if word is not None:
-                            if text.startswith(word, pos):
-                                return name, word
-                        else:
-                            m = pattern(text, pos)
-                            if m is not None:
-                                return name, m.group()
-                    return None
+            def scan(text: str, pos: int) -> tuple[str, str] | None:
+                m = patterns(text, pos)
+                at = past if m is None else rank[m.lastgroup]  # type: ignore[index]
+                for order, name, word in words:
+                    if order > at:
+                        break
+                    if text.startswith(word, pos):
+                        return name, word
+                return None if m is None else (m.lastgroup, m.group())  # type: ignore[return-value]
         self.scanners[char] = scan
         return scan
 
@@ -432,9 +442,10 @@ def _propagate(meta: Meta, children: list[Any]) -> None:
 
 
 @functools.cache
-def driver(digest: bytes) -> Driver | None:
-    """The driver over the saved tables of the grammar of `digest` (None: stale or missing)."""
-    tables = load_tables(digest)
+def driver(digest: bytes, lark_version: str | None) -> Driver | None:
+    """The driver over the saved tables of the grammar of `digest` built by the Lark of
+    `lark_version` (None: stale, of another Lark, or missing)."""
+    tables = load_tables(digest, lark_version)
     return None if tables is None else Driver(tables)
 
 
@@ -527,9 +538,7 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
     canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
     canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
                         for names, unless in canonical_lexers]
-    scan_lists, scan_of = _char_scanners(terminals)
     return {"terminals": terminals, "literals": dict(sorted(literals.items())),
-            "scanners": scan_lists, "scanner_of": scan_of,
             "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
             "lexers": canonical_lexers,
             "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
@@ -538,118 +547,10 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
             "rules": rule_rows, "start": number[int(start)], "end": number[int(end)]}
 
 
-def _first_chars(regexp: str) -> tuple[set[int] | None, set[int]]:
-    """(the ASCII codes a match of `regexp` can start with, None when it may start with any
-    character or match the empty string; the codes at which it surely matches), from the
-    regular expression's parse tree. Conservative where unsure: more candidates, fewer sure.
-    (Build time only; Python's own regex parser, `re._parser`, reads the pattern.)"""
-    try:
-        from re import _constants as c  # type: ignore[attr-defined]
-        from re import _parser as sre  # type: ignore[attr-defined]
-    except ImportError:  # another Python: every terminal a candidate for every character
-        return None, set()
-
-    def chars(op: Any, av: Any) -> set[int] | None:
-        """The characters one single-character item matches (None: not such an item, or not ASCII-only known)."""
-        if op is c.LITERAL:
-            return {av} if av < 128 else set()
-        if op is c.IN:
-            out: set[int] = set()
-            for o, a in av:
-                if o is c.LITERAL:
-                    if a < 128:
-                        out.add(a)
-                elif o is c.RANGE:
-                    out |= set(range(a[0], min(a[1], 127) + 1))
-                else:  # a negation or a category: could be anything
-                    return None
-            return out
-        return None
-
-    def first(seq: Any) -> tuple[set[int] | None, bool]:
-        """(first characters or None for any, whether `seq` can match the empty string)."""
-        out: set[int] = set()
-        for op, av in seq:
-            got, nullable = item(op, av)
-            if got is None:
-                return None, False
-            out |= got
-            if not nullable:
-                return out, False
-        return out, True
-
-    def item(op: Any, av: Any) -> tuple[set[int] | None, bool]:
-        one = chars(op, av)
-        if one is not None:
-            return one, False
-        if op is c.BRANCH:
-            out: set[int] = set()
-            nullable = False
-            for alt in av[1]:
-                got, n = first(alt)
-                if got is None:
-                    return None, False
-                out |= got
-                nullable = nullable or n
-            return out, nullable
-        if op is c.SUBPATTERN:
-            return first(av[-1])
-        if op in (c.MAX_REPEAT, c.MIN_REPEAT):
-            lo, _hi, sub = av
-            got, n = first(sub)
-            return (None, False) if got is None else (got, lo == 0 or n)
-        if op is c.AT:  # a zero-width position test (\\b, ^): consumes nothing
-            return set(), True
-        return None, False
-
-    tree = list(sre.parse(regexp))
-    found, nullable = first(tree)
-    if found is None or nullable:
-        return None, set()
-    # surely matches: one single-character item (or a repeat of one, at least once), then only
-    # repeats that may match nothing (`[A-Za-z_][A-Za-z_0-9]*`, `(?:[ \\t])+`, `(`)
-    sure: set[int] = set()
-    if tree:
-        op, av = tree[0]
-        head = chars(op, av)
-        if head is None and op is c.MAX_REPEAT and av[0] >= 1 and len(av[2]) == 1:
-            head = chars(*av[2][0])
-            if head is None and av[2][0][0] is c.SUBPATTERN and len(av[2][0][1][-1]) == 1:
-                head = chars(*av[2][0][1][-1][0])
-        if head is not None and all(o in (c.MAX_REPEAT, c.MIN_REPEAT) and a[0] == 0 for o, a in tree[1:]):
-            sure = head
-    return found, sure
-
-
-def _char_scanners(terminals: list[tuple[str, str]]) -> tuple[list[list[int]], list[int]]:
-    """Per ASCII character, the terminals (indices in Lark's order) the first match at a
-    position starting with it can be: every terminal that can start with it, in order, up to
-    the first that surely matches there. (distinct lists, list index per code; -1: none.)"""
-    info = [_first_chars(regexp) for _, regexp in terminals]
-    lists: list[list[int]] = []
-    seen: dict[tuple[int, ...], int] = {}
-    of_char: list[int] = []
-    for code in range(128):
-        chosen: list[int] = []
-        for i, (found, sure) in enumerate(info):
-            if found is None or code in found:
-                chosen.append(i)
-                if code in sure:
-                    break
-        key = tuple(chosen)
-        if not key:
-            of_char.append(-1)
-            continue
-        if key not in seen:
-            seen[key] = len(lists)
-            lists.append(chosen)
-        of_char.append(seen[key])
-    return lists, of_char
-
-
-def dump_tables(tables: dict[str, Any], digest: bytes) -> str:
-    """The text of the module `pgraph.frontend.pgl_tables`: the grammar digest and the tables
-    (JSON's types: lists, not tuples), one literal printed with `pprint`."""
+def dump_tables(tables: dict[str, Any], digest: bytes, lark_version: str) -> str:
+    """The text of the module `pgraph.frontend.pgl_tables`: the grammar digest, the version of
+    the Lark that built the tables and the tables (JSON's types: lists, not tuples), one literal
+    printed with `pprint`."""
     import json
     import pprint
 
@@ -661,4 +562,5 @@ def dump_tables(tables: dict[str, Any], digest: bytes) -> str:
             "# mypy: ignore-errors\n"
             "from typing import Any\n\n"
             f"GRAMMAR_DIGEST = {digest.decode('ascii')!r}\n\n"
+            f"LARK_VERSION = {lark_version!r}\n\n"
             f"TABLES: dict[str, Any] = {body}\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import zlib
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix, Note
 from pgraph.expr import MAX_INT_BITS
+from pgraph.fastpath import reference_mode
 from pgraph.findings import LiteralTooLarge
 from pgraph.frontend import ast, import_lark, lalr
 from pgraph.kinds import AccessKind, Core, DimKind, Direction, Flag, ScopeMode, TaskKind
@@ -24,12 +26,15 @@ if TYPE_CHECKING:
 ACCESS_KINDS = {"reads": AccessKind.READ, "writes": AccessKind.WRITE, "atomic_add": AccessKind.ATOMIC}
 
 
-#: The LALR tables of grammar/pgl.lark saved by Lark (`Lark.save`), shipped beside the grammar
-#: so that a process loads them (~13 ms) instead of rebuilding them (~110 ms). The file starts
-#: with TABLES_MAGIC and the digest of the grammar it was built from; `python3 -m
-#: pgraph.frontend.parser` rewrites it, and tests/unit/test_scale.py checks that it matches.
+#: The LALR parser of grammar/pgl.lark saved by Lark (`Lark.save`), shipped beside the grammar
+#: so that a process that needs Lark (a syntax error, PGRAPH_REFERENCE=1) loads it (~13 ms)
+#: instead of building it (~110 ms; measured: a whole `pgraph check` of a syntax error, 0.19 s
+#: with the file, 0.27 s without). The file starts with TABLES_MAGIC, the digest of the grammar
+#: and the version of the Lark that saved it; a file of another grammar or another Lark is not
+#: used (Lark builds the parser). `python3 -m pgraph.frontend.parser` rewrites it, and
+#: tests/unit/test_scale.py checks that it matches.
 TABLES_FILE = "pgl.lalr"
-TABLES_MAGIC = b"pgraph-lalr-1 "
+TABLES_MAGIC = b"pgraph-lalr-2 "
 
 
 def _grammar_file(name: str) -> Path | None:
@@ -63,38 +68,59 @@ def build_parser(text: str | None = None) -> lark.Lark:
                      maybe_placeholders=False)
 
 
+def _saved_header(text: str, lark_version: str) -> bytes:
+    """The first line of grammar/pgl.lalr saved from the grammar `text` by that Lark."""
+    return TABLES_MAGIC + grammar_digest(text) + b" lark-" + lark_version.encode("ascii", "replace") + b"\n"
+
+
 def load_saved_parser(text: str) -> lark.Lark | None:
-    """The saved parser when its digest names `text`, else None (a stale or missing file)."""
+    """The saved parser when it was saved from the grammar `text` by the installed Lark, else
+    None (a stale or missing file, or one of another Lark)."""
     path = _grammar_file(TABLES_FILE)
     if path is None:
         return None
+    lark = import_lark()
     with path.open("rb") as f:
-        head = f.readline()
-        if head != TABLES_MAGIC + grammar_digest(text) + b"\n":
+        if f.readline() != _saved_header(text, lark.__version__):
             return None
-        return import_lark().Lark.load(f)
+        return lark.Lark.load(f)
 
 
 def save_parser(path: Path) -> None:
-    """Build the parser from the grammar and write its tables with their grammar digest to `path`
-    (Lark's saved parser), and the start-up driver's tables as the module `lalr.TABLES_MODULE`."""
+    """Build the parser from the grammar and write its tables with their grammar digest and
+    Lark's version to `path` (Lark's saved parser), and the start-up driver's tables as the
+    module `lalr.TABLES_MODULE`."""
     text = _grammar_text()
     built = build_parser(text)
+    version = import_lark().__version__
     tmp = path.with_suffix(".tmp")
     with tmp.open("wb") as f:
-        f.write(TABLES_MAGIC + grammar_digest(text) + b"\n")
+        f.write(_saved_header(text, version))
         built.save(f)
     tmp.replace(path)
     tables = Path(lalr.__file__).with_name("pgl_tables.py")
     tmp = tables.with_suffix(".tmp")
-    tmp.write_text(lalr.dump_tables(lalr.build_tables(built), grammar_digest(text)), encoding="utf-8")
+    tmp.write_text(lalr.dump_tables(lalr.build_tables(built), grammar_digest(text), version), encoding="utf-8")
     tmp.replace(tables)
 
 
 @functools.cache
 def _fast_driver() -> lalr.Driver | None:
-    """The start-up driver of the installed grammar (read and digested once per process)."""
-    return lalr.driver(grammar_digest(_grammar_text()))
+    """The start-up driver of the installed grammar and Lark (read and digested once per
+    process); None when the tables were built from another grammar or by another Lark: Lark,
+    the parser of record, then parses every text (see `parse_source`)."""
+    return lalr.driver(grammar_digest(_grammar_text()), lalr.installed_lark_version())
+
+
+class DriverError(RuntimeError):
+    """Under PGRAPH_VERIFY=1 (the test suite): the start-up driver failed other than by
+    refusing a text Lark refuses too (an exception of its own, or a refusal of a text Lark
+    accepts). An internal error: exit code 3."""
+
+
+def _verifying() -> bool:
+    """PGRAPH_VERIFY is set (as `pipeline.Options.verify` reads it; the suite sets it)."""
+    return os.environ.get("PGRAPH_VERIFY", "") not in ("", "0")
 
 
 @functools.cache
@@ -525,18 +551,32 @@ def _describe(err: Any, source: str) -> str:
 
 
 def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
-    """Parse one file. On a syntax error append PG001 to `bag` and return None.
+    """Parse one file. On a syntax error append PG001 to `bag` and return None (PG018 for an
+    integer literal past the limit).
 
-    A valid text is parsed by the start-up driver (`lalr`, no Lark import); any text the
-    driver does not accept is parsed by Lark, whose result or error is the answer.
+    A valid text is parsed by the start-up driver (`lalr`, no Lark import). A text it refuses
+    (a syntax error, a tree deeper than MAX_NESTING, a literal too large) is parsed by Lark,
+    whose error is the answer. Lark parses every text instead under PGRAPH_REFERENCE=1 and when
+    the driver's tables are not those of the installed grammar and Lark (`_fast_driver`).
+    Under PGRAPH_VERIFY=1 any other failure of the driver, or its refusal of a text Lark
+    accepts, raises DriverError (an internal error) instead of the second parse; elsewhere Lark's
+    answer stands.
     """
-    fast = _fast_driver()
-    if fast is not None:
-        try:
-            return fast.parse(file.text, _ToAst(file), MAX_NESTING)  # type: ignore[no-any-return]
-        except Exception:  # noqa: BLE001 - Lark parses it again and reports what is wrong
-            pass
-    return _parse_with_lark(file, bag)
+    fast = None if reference_mode() else _fast_driver()
+    if fast is None:
+        return _parse_with_lark(file, bag)
+    try:
+        return fast.parse(file.text, _ToAst(file), MAX_NESTING)  # type: ignore[no-any-return]
+    except (lalr.Fallback, ValueError) as err:  # refused (ValueError: `number`'s literal too large)
+        refused: Exception = err
+    except Exception as err:  # noqa: BLE001 - a failure of the driver itself
+        if _verifying():
+            raise DriverError(f"the LALR driver failed on {file.display}: {type(err).__name__}: {err}") from err
+        refused = err
+    module = _parse_with_lark(file, bag)
+    if module is not None and _verifying():
+        raise DriverError(f"the LALR driver refused {file.display}, which Lark parses") from refused
+    return module
 
 
 def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:

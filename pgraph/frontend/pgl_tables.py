@@ -7,6 +7,8 @@ from typing import Any
 
 GRAMMAR_DIGEST = '717f95fc-6049'
 
+LARK_VERSION = '1.3.1'
+
 TABLES: dict[str, Any] = {'terminals': [['ACCESS', '(reads|writes|atomic_add)\\b'], ['DIRECTION', '(inout|in|out|atomic_add)\\b'],
                ['FLAG', '(early|sync_start)\\b'], ['KIND', '(at|spmd|parallel|dummy|tiles)\\b'],
                ['UNSCOPED', 'unscoped\\b'], ['RUNTIME', 'runtime\\b'], ['SCOPE_MODE', '(auto|manual)\\b'],
@@ -81,15 +83,6 @@ TABLES: dict[str, Any] = {'terminals': [['ACCESS', '(reads|writes|atomic_add)\\b
               '__ANON_0': '<=',
               '__ANON_1': '..',
               '__ANON_2': '+:'},
- 'scanners': [[12], [51], [13], [14], [58], [64], [68], [57, 59], [61], [59], [56], [11], [60], [51, 55],
-              [51, 62], [10], [8, 10], [65], [69], [0, 1, 3, 6, 9, 10], [7, 10], [3, 10], [2, 10], [1, 7, 10],
-              [6, 8, 9, 10], [1, 10], [0, 5, 10], [2, 3, 8, 10], [4, 7, 8, 10], [0, 10], [63], [67]],
- 'scanner_of': [-1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, -1, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 2, 3, -1, 4, -1, -1, 5, 6, 4, 7, 8, 9, 10, 4, 11, 11,
-                11, 11, 11, 11, 11, 11, 11, 11, 12, -1, 13, 14, 1, -1, -1, 15, 16, 15, 15, 15, 15, 16, 15, 15,
-                15, 16, 15, 16, 15, 15, 15, 15, 15, 15, 16, 15, 15, 15, 15, 15, 15, 17, -1, 18, -1, 15, -1,
-                19, 20, 15, 21, 22, 20, 15, 15, 23, 15, 15, 15, 24, 16, 25, 21, 15, 26, 27, 21, 28, 15, 29,
-                15, 15, 15, 30, -1, 31, -1, -1],
  'ignore': ['COMMENT', 'WS'],
  'newline': ['COMMENT', 'STRING', 'WS'],
  'lexers': [[['WS', 'COMMENT', 'FRAGMENT', 'INCLUDE', 'KERNELS', 'ASSERT', 'BUDGET', 'EXTERN', 'KERNEL',

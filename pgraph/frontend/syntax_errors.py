@@ -24,16 +24,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
 
 from pgraph import records
-from pgraph.frontend import import_lark
-
-import_lark()  # lark without the `regex` module (pgraph.frontend)
-
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken  # noqa: E402
-from lark.lexer import PatternStr  # noqa: E402
-
-from pgraph.suggest import closest  # noqa: E402
+from pgraph.suggest import closest
 
 
 @records.value

@@ -11,11 +11,14 @@ included, or both refuse the text.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import lark
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,17 +35,20 @@ REFUSED = object()
 
 
 def _driver() -> lalr.Driver:
-    d = lalr.driver(pgl.grammar_digest(pgl._grammar_text()))
-    assert d is not None, "pgraph/frontend/pgl_tables.py is stale: run `python3 -m pgraph.frontend.parser`"
+    d = lalr.driver(pgl.grammar_digest(pgl._grammar_text()), lalr.installed_lark_version())
+    assert d is not None, ("pgraph/frontend/pgl_tables.py is stale or of another Lark: run "
+                           "`python3 -m pgraph.frontend.parser`")
     return d
 
 
 def both(text: str) -> tuple[Any, Any]:
-    """(the driver's AST or REFUSED, Lark's AST or REFUSED) of `text`."""
+    """(the driver's AST or REFUSED, Lark's AST or REFUSED) of `text`. A refusal is what
+    `parse_source` takes as one (Fallback, or `number`'s ValueError); any other exception of
+    the driver fails the test."""
     file = SourceFile("<t>", text)
     try:
         fast = _driver().parse(text, pgl._ToAst(file), pgl.MAX_NESTING)
-    except Exception:  # noqa: BLE001 - any refusal: parse_source then asks Lark
+    except (lalr.Fallback, ValueError):
         fast = REFUSED
     slow = pgl._parse_with_lark(file, DiagnosticBag())
     return fast, REFUSED if slow is None else slow
@@ -63,28 +69,95 @@ def test_tables_file_matches_the_grammar() -> None:
     """pgraph/frontend/pgl_tables.py is what `build_tables` reads from a fresh Lark parser (the
     same in every process: the states are renumbered, so PYTHONHASHSEED does not matter)."""
     text = pgl._grammar_text()
-    saved = lalr.load_tables(pgl.grammar_digest(text))
-    assert saved is not None, "pgraph/frontend/pgl_tables.py is stale: run `python3 -m pgraph.frontend.parser`"
+    saved = lalr.load_tables(pgl.grammar_digest(text), lark.__version__)
+    assert saved is not None, ("pgraph/frontend/pgl_tables.py is stale or of another Lark: run "
+                               "`python3 -m pgraph.frontend.parser`")
     fresh = lalr.build_tables(pgl.build_parser(text))
     assert saved == json.loads(json.dumps(fresh))
     module = Path(lalr.__file__).with_name("pgl_tables.py")
-    assert module.read_text(encoding="utf-8") == lalr.dump_tables(fresh, pgl.grammar_digest(text))
+    assert module.read_text(encoding="utf-8") == lalr.dump_tables(fresh, pgl.grammar_digest(text), lark.__version__)
 
 
 def test_stale_tables_are_not_used() -> None:
-    assert lalr.load_tables(pgl.grammar_digest(pgl._grammar_text() + "\n// edited\n")) is None
+    """Tables of another grammar, or built by another Lark (pyproject allows lark>=1.1.9), are
+    not used; nor is Lark's saved parser of another Lark."""
+    text = pgl._grammar_text()
+    assert lalr.load_tables(pgl.grammar_digest(text + "\n// edited\n"), lark.__version__) is None
+    assert lalr.load_tables(pgl.grammar_digest(text), "1.1.9") is None
+    assert lalr.load_tables(pgl.grammar_digest(text), None) is None
+    assert lalr.driver(pgl.grammar_digest(text), "1.1.9") is None
+    with mock.patch.object(lark, "__version__", "1.1.9"):
+        assert pgl.load_saved_parser(text) is None
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_corpus_parses_the_same(path: Path) -> None:
-    assert_same(path.read_text(encoding="utf-8"))
+def test_installed_lark_version_is_lark_s() -> None:
+    """Read without importing Lark, the version is `lark.__version__`; with Lark loaded, its
+    attribute."""
+    code = ("import sys; from pgraph.frontend import lalr; v = lalr.installed_lark_version(); "
+            "loaded = 'lark' in sys.modules; import lark; print(v == lark.__version__, loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.split() == ["True", "False"], out.stderr
+    assert lalr.installed_lark_version() == lark.__version__
 
 
-def test_corpus_is_mostly_accepted() -> None:
-    """The comparison means something: nearly every corpus file is valid (a few diagnostics
-    specs are PG001 on purpose), and every valid one takes the driver's path."""
-    accepted = sum(assert_same(p.read_text(encoding="utf-8")) for p in CORPUS)
-    assert len(CORPUS) > 100 and accepted >= len(CORPUS) - 10
+def test_tables_of_another_lark_leave_the_parse_to_lark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With another Lark installed the driver is not used: Lark parses, the same AST."""
+    text = (ROOT / "specs" / "qwen3_14b.pgl").read_text(encoding="utf-8")
+    expect = pgl._parse_with_lark(SourceFile("q.pgl", text), DiagnosticBag())
+    monkeypatch.setattr(lalr, "installed_lark_version", lambda: "1.1.9")
+    pgl._fast_driver.cache_clear()
+    try:
+        assert pgl._fast_driver() is None
+        with mock.patch.object(pgl, "_parse_with_lark", wraps=pgl._parse_with_lark) as by_lark:
+            assert pgl.parse_source(SourceFile("q.pgl", text), DiagnosticBag()) == expect
+        assert by_lark.call_count == 1
+    finally:
+        pgl._fast_driver.cache_clear()
+
+
+def _failing_driver(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    def parse(self: lalr.Driver, text: str, builder: Any, max_height: int) -> Any:
+        raise error
+
+    monkeypatch.setattr(lalr.Driver, "parse", parse)
+
+
+VALID = "const A = 4 * 256\n"
+
+
+def test_a_driver_failure_is_an_internal_error_under_verify(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under PGRAPH_VERIFY=1 (the suite) a driver that raises anything but a refusal, or that
+    refuses a text Lark accepts, is DriverError, never a silent second parse; without it Lark's
+    answer stands. A syntax error is Lark's PG001 either way."""
+    monkeypatch.setenv("PGRAPH_REFERENCE", "0")
+    monkeypatch.setenv("PGRAPH_VERIFY", "1")
+    _failing_driver(monkeypatch, KeyError("state"))
+    with pytest.raises(pgl.DriverError, match="KeyError"):
+        pgl.parse_source(SourceFile("a.pgl", VALID), DiagnosticBag())
+    _failing_driver(monkeypatch, lalr.Fallback())
+    with pytest.raises(pgl.DriverError, match="which Lark parses"):
+        pgl.parse_source(SourceFile("a.pgl", VALID), DiagnosticBag())
+    bag = DiagnosticBag()
+    assert pgl.parse_source(SourceFile("a.pgl", "const A = \n"), bag) is None
+    assert [d.code for d in bag.items] == ["PG001"]
+    monkeypatch.setenv("PGRAPH_VERIFY", "0")
+    expect = pgl._parse_with_lark(SourceFile("a.pgl", VALID), DiagnosticBag())
+    for error in (KeyError("state"), lalr.Fallback()):
+        _failing_driver(monkeypatch, error)
+        assert pgl.parse_source(SourceFile("a.pgl", VALID), DiagnosticBag()) == expect
+
+
+def test_a_driver_failure_exits_3(tmp_path: Path) -> None:
+    """The command line turns DriverError into exit code 3 (an internal error)."""
+    spec = tmp_path / "a.pgl"
+    spec.write_text(VALID, encoding="utf-8")
+    code = ("import sys; from pgraph.frontend import lalr; import pgraph.cli as c\n"
+            "def parse(*a): raise IndexError('pop from empty list')\n"
+            f"lalr.Driver.parse = parse\nprint(c.main(['check', {str(spec)!r}]))")
+    env = {**os.environ, "PGRAPH_VERIFY": "1", "PGRAPH_REFERENCE": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.stdout.split()[-1:] == ["3"], out.stderr
+    assert "LALR driver failed" in out.stderr
 
 
 def test_doc_snippets_parse_the_same() -> None:
@@ -121,12 +194,13 @@ def test_start_up_does_not_import_lark() -> None:
     the race rule's arrays); a syntax error does import Lark (for its message)."""
     code = ("import sys, pgraph.cli as c; r = c.main(['plan', 'specs/decode_layer.pgl']); "
             "print(r, 'lark' in sys.modules, 'numpy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    env = {**os.environ, "PGRAPH_REFERENCE": "0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stderr
     bad = ROOT / "tests" / "diagnostics"
     spec = next(p for p in sorted(bad.glob("*.pgl")) if "PG001" in p.name and ".fixed" not in p.name)
     code = f"import sys, pgraph.cli as c; r = c.main(['check', {str(spec)!r}]); print(r, 'lark' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
     assert out.stdout.split()[-2:] == ["1", "True"], out.stderr
 
 
@@ -184,9 +258,10 @@ _ALPHABET = st.sampled_from(list("abcdefgimnoprstuwBGKMTx_019 \t\n#\"()[]{}<>=!+
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(_ALPHABET, min_size=1, max_size=12), st.sampled_from(sorted(grammar_words())))
-def test_first_character_scanners_equal_the_alternation(tail: str, word: str) -> None:
-    """At every position of random texts (grammar words glued to random characters), the
-    per-character scan gives the terminal and characters of the alternation of all terminals."""
+def test_scanner_equals_the_alternation(tail: str, word: str) -> None:
+    """At every position of random texts (grammar words glued to random characters), the scan
+    (the literals starting with the character, the patterns' alternation) gives the terminal and
+    characters of the alternation of all terminals."""
     d = _driver()
     master = _master(d)
     for text in (word + tail, tail + word, tail):
@@ -196,28 +271,14 @@ def test_first_character_scanners_equal_the_alternation(tail: str, word: str) ->
             assert d._scanner(text[pos])(text, pos) == expect, (text, pos)
 
 
-def test_first_character_sets() -> None:
-    """Hand-worked first characters and sure matches of regexes of the grammar's shapes."""
-    letters = {ord(c) for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"}
-    assert lalr._first_chars("[A-Za-z_][A-Za-z_0-9]*") == (letters, letters)
-    assert lalr._first_chars(r"(inout|in|out)\b") == ({ord("i"), ord("o")}, set())
-    assert lalr._first_chars(r'"[^"\n]*"') == ({ord('"')}, set())
-    assert lalr._first_chars(r"(?:[ \t\x0c\r\n])+") == ({9, 10, 12, 13, 32}, {9, 10, 12, 13, 32})
-    assert lalr._first_chars(r"#[^\n]*") == ({ord("#")}, {ord("#")})
-    assert lalr._first_chars(r"\+:") == ({ord("+")}, set())  # two characters: not sure from the first
-    assert lalr._first_chars(r"(µs|ms)\b") == ({ord("m")}, set())  # µ is beyond ASCII: no ASCII start
-    assert lalr._first_chars("a*b") == ({ord("a"), ord("b")}, set())
-    assert lalr._first_chars("a*")[0] is None  # may match nothing: a candidate everywhere
-    assert lalr._first_chars("[^x]y")[0] is None  # a negated class: may start with anything
-    assert lalr._first_chars(r"\w+")[0] is None  # a category: not worked out, so anything
-
-
-def test_scanner_lists_cut_after_a_sure_match() -> None:
-    """Letters: the keyword terminals before NAME, then NAME (which surely matches there), so
-    the keyword strings after NAME (re-typed from it) are never tried; digits: INT alone."""
+def test_scanner_by_hand() -> None:
+    """Worked by hand from grammar/pgl.lark: a keyword string before NAME, NAME for a longer
+    word, a two-character operator before its one-character prefix, nothing for `$`."""
     d = _driver()
-    names = {ch: [d.terminals[i][0] for i in d.scan_lists[d.scanner_of[ord(ch)]]] for ch in "acq0("}
-    assert names["c"] == names["q"] == ["NAME"]
-    assert names["a"][-1] == "NAME" and "ACCESS" in names["a"] and "ASSERT" not in names["a"]
-    assert names["0"] == ["INT"] and names["("] == ["LPAR"]
-    assert d.scanner_of[ord("$")] == -1 and d._scanner("$")("$", 0) is None
+    assert d._scanner("i")("in x", 0) == ("DIRECTION", "in")
+    assert d._scanner("i")("inx", 0) == ("NAME", "inx")
+    assert d._scanner("q")("q_proj[", 0) == ("NAME", "q_proj")
+    assert d._scanner("0")("0_1", 0) == ("INT", "0_1")
+    assert d._scanner(".")("..", 0)[1] == ".."
+    assert d._scanner("+")("+: 4", 0)[1] == "+:"
+    assert d._scanner("$")("$", 0) is None

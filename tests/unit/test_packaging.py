@@ -32,8 +32,8 @@ def test_wheel_runs_without_the_checkout(tmp_path: Path) -> None:
     wheel = next(wheel_dir.glob("pgraph-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, cwd=tmp_path, timeout=300)
-    probe = ("from pgraph.frontend.parser import parser, grammar_digest, _grammar_text; parser(); "
-             "from pgraph.frontend.lalr import driver; assert driver(grammar_digest(_grammar_text())), 'tables'; "
+    probe = ("from pgraph.frontend.parser import parser, _fast_driver, _grammar_text, load_saved_parser; parser(); "
+             "assert _fast_driver(), 'tables'; assert load_saved_parser(_grammar_text()), 'pgl.lalr'; "
              "from pgraph.explain import explain; text = explain('PG013'); "
              "assert 'Failing' in text, text; print('ok')")
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,

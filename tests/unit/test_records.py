@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import pkgutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import attrs
 import pytest
@@ -139,131 +136,41 @@ def test_value_edge_cases() -> None:
         records.value(type("_Plain", (), {}))
 
 
-# ---- the attrs code cache -------------------------------------------------------------------
+# ---- no patched dependency ------------------------------------------------------------------
 
-_PROBE = (
-    "import sys, json\n"
-    "import pgraph.cli\n"
-    "from pgraph import records\n"
-    "c = records.CODE_CACHE\n"
-    "import attr._make\n"
-    "print(json.dumps({'hits': c.hits, 'misses': c.misses, 'installed': attr._make.compile == c.compile,\n"
-    "                  'written': c.save()}))\n"
-)
-
-
-def _probe(folder: Path, seed: str, bytecode: bool = True) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    # bytecode allowed, but written under the temporary folder, not into the source tree
-    env.update(PGRAPH_ATTRS_CACHE=str(folder), PYTHONHASHSEED=seed, PYTHONPYCACHEPREFIX=str(folder / "pyc"))
-    if not bytecode:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True)
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
-
-
-def test_code_cache_is_written_once_and_read_by_the_next_process(tmp_path: Path) -> None:
-    """The first process compiles every class (misses) and writes the file; the next, under
-    another string-hash seed, finds every source unchanged (no miss) and writes nothing."""
-    first = _probe(tmp_path, "1")
-    assert first["installed"] and first["hits"] == 0 and first["misses"] > 90 and first["written"]
-    second = _probe(tmp_path, "2")
-    assert second == {"hits": first["misses"], "misses": 0, "installed": True, "written": False}
+_NAMESPACES = r"""
+import importlib, json, pkgutil, sys, types
+import attr, attr._make, attrs, lark, lark.lexer, networkx  # the dependencies, loaded first
+deps = ("attr", "attrs", "lark", "networkx", "builtins", "re")
+mods = {n: m for n, m in list(sys.modules.items())
+        if m is not None and (n in deps or n.split(".")[0] in deps)}
+def names(m):
+    # a submodule imported later adds itself to its package: that is the import system's doing
+    # (and networkx's `argmap` keeps the functions it compiles on first call in its module)
+    return {k: id(v) for k, v in vars(m).items() if not isinstance(v, types.ModuleType)
+            and not (m.__name__ == "networkx.utils.decorators" and k.startswith("argmap_"))}
+before = {n: names(m) for n, m in mods.items()}
+import pgraph
+for info in pkgutil.walk_packages(pgraph.__path__, "pgraph."):
+    if not info.name.endswith("__main__"):
+        importlib.import_module(info.name)
+from pgraph.cli import main
+main(["check", sys.argv[1]])  # the driver's parse, the planner
+main(["check", sys.argv[2]])  # a syntax error: Lark's parse and its diagnostics
+changed = sorted(f"{n}.{k}" for n, m in mods.items() for k in set(before[n]) | set(names(m))
+                 if before[n].get(k) != names(m).get(k))
+print(json.dumps(changed))
+"""
 
 
-def test_code_cache_is_not_written_without_bytecode(tmp_path: Path) -> None:
-    got = _probe(tmp_path, "0", bytecode=False)
-    assert got["misses"] > 90 and not got["written"] and not list(tmp_path.glob("*.marshal"))
-
-
-def test_code_cache_ignores_a_damaged_or_foreign_file(tmp_path: Path) -> None:
-    path = records.AttrsCodeCache.default_path()
-    assert path is not None
-    target = tmp_path / path.name
-    for junk in (b"not a cache", records.AttrsCodeCache.MAGIC + b"\x00garbage", b"pgraph-attrs-code-1 XXXX\n{}"):
-        target.write_bytes(junk)
-        got = _probe(tmp_path, "3")
-        assert got["hits"] == 0 and got["misses"] > 90 and got["written"]  # compiled, and rewritten
-
-
-def test_a_cache_that_cannot_be_written_fails_nothing(tmp_path: Path) -> None:
-    """A cache folder that is a file (or read-only): the command's exit code is its own, and
-    `save` says False instead of raising (review: it raised from the cleanup of its temporary)."""
-    blocker = tmp_path / "afile"
-    blocker.write_text("x")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PGRAPH_ATTRS_CACHE=str(blocker), PGRAPH_CACHE="0", PYTHONPYCACHEPREFIX=str(tmp_path / "pyc"))
+def test_no_dependency_is_patched(tmp_path: Path) -> None:
+    """Importing every pgraph module and running a command (one parsed by the driver, one with a
+    syntax error, through Lark) assigns nothing into attrs', lark's or networkx' modules, nor
+    into `builtins` or `re` (the attrs code cache once put its own `compile` into `attr._make`)."""
     from tests.conftest import HEAD_SPEC
 
-    run = subprocess.run([sys.executable, "-m", "pgraph", "check", str(HEAD_SPEC)], env=env, capture_output=True,
-                         text=True)
-    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
-    cache = records.AttrsCodeCache(blocker / "attrs.marshal")
-    cache.compile("x = 1", "<attrs generated methods pgraph.Foo>", "exec")
-    assert cache.dirty and cache.save(force=True) is False
-
-
-def test_a_damaged_cache_is_rejected_by_its_crc(tmp_path: Path) -> None:
-    """One byte changed inside a code object keeps every source equal: the CRC rejects the file
-    (review: a flipped byte in Span.__init__ gave an internal error); a marshal that raises
-    anything, even MemoryError, is no cache."""
-    _probe(tmp_path, "5")
-    path = records.AttrsCodeCache.default_path()
-    assert path is not None
-    target = tmp_path / path.name
-    data = bytearray(target.read_bytes())
-    at = data.rindex(b"end_col") + 3
-    data[at] = ord(",")
-    target.write_bytes(bytes(data))
-    assert records.AttrsCodeCache(target).codes == {}
-    got = _probe(tmp_path, "6")
-    assert got["hits"] == 0 and got["misses"] > 90 and got["written"]  # compiled again, rewritten whole
-    assert len(records.AttrsCodeCache(target).codes) > 90
-    with mock.patch.object(records.marshal, "loads", side_effect=MemoryError):
-        assert records.AttrsCodeCache(target).codes == {}
-
-
-def test_cache_follows_the_bytecode_prefix(tmp_path: Path) -> None:
-    """Under PYTHONPYCACHEPREFIX the cache sits with the bytecode, under the prefix."""
-    with mock.patch.object(records.sys, "pycache_prefix", str(tmp_path)), mock.patch.dict(os.environ):
-        os.environ.pop("PGRAPH_ATTRS_CACHE", None)
-        path = records.AttrsCodeCache.default_path()
-    here = Path(records.__file__).resolve().parent
-    assert path == tmp_path.joinpath(*here.parts[1:], path.name)
-
-
-def test_cached_code_is_what_compile_gives(tmp_path: Path) -> None:
-    """Every entry of a written cache: the code object of compiling its source under its name."""
-    _probe(tmp_path, "4")
-    path = records.AttrsCodeCache.default_path()
-    assert path is not None
-    cache = records.AttrsCodeCache(tmp_path / path.name)
-    assert len(cache.codes) > 90
-    for filename, (source, code) in cache.codes.items():
-        assert filename.startswith(records.AttrsCodeCache.PREFIX)
-        fresh = compile(source, filename, "exec")
-        assert (code.co_code, code.co_consts, code.co_names, code.co_filename) == (
-            fresh.co_code, fresh.co_consts, fresh.co_names, fresh.co_filename)
-
-
-def test_only_pgraph_classes_are_cached(tmp_path: Path) -> None:
-    cache = records.AttrsCodeCache(None)
-    cache.compile("x = 1", "<attrs generated methods tests.unit.Foo>", "exec")
-    cache.compile("x = 1", "<string>", "exec")
-    assert cache.codes == {} and cache.misses == 0
-    cache.compile("x = 1", "<attrs generated methods pgraph.Foo>", "exec")
-    cache.compile("x = 1", "<attrs generated methods pgraph.Foo>", "exec")
-    cache.compile("x = 2", "<attrs generated methods pgraph.Foo>", "exec")  # a new source replaces the entry
-    assert (cache.misses, cache.hits, len(cache.codes)) == (2, 1, 1)
-    assert cache.codes["<attrs generated methods pgraph.Foo>"][0] == "x = 2"
-    assert not cache.save()  # no path: nothing to write
-
-
-def test_every_frozen_class_shares_value_methods() -> None:
-    """attrs' own `__hash__` source holds a per-process hash, which the cache could never hit:
-    every frozen pgraph class uses `records.value` (no attrs-compiled eq or hash)."""
-    frozen = [obj for obj in _pgraph_attrs_classes() if "__setattr__" in vars(obj)]
-    assert len(frozen) > 130
-    for obj in frozen:
-        assert obj.__eq__ is records.attrs_eq and obj.__hash__ is records.attrs_hash, obj
+    bad = tmp_path / "bad.pgl"
+    bad.write_text("const A = \n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-c", _NAMESPACES, str(HEAD_SPEC), str(bad)], capture_output=True,
+                         text=True, check=True, cwd=Path(pgraph.__file__).resolve().parents[1])
+    assert json.loads(out.stdout.splitlines()[-1]) == []

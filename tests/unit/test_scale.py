@@ -404,22 +404,6 @@ def test_stale_tables_are_not_used() -> None:
     assert pgl_parser.load_saved_parser(pgl_parser._grammar_text() + "\n// edited\n") is None
 
 
-def test_start_up_does_not_import_regex() -> None:
-    """lark imports the third-party `regex` module when it is installed (~35 ms; `import_lark`
-    hides it while lark loads): the command line does not import lark at start, lark imported
-    the pgraph way does not load `regex`, and `import regex` still works afterwards."""
-    import subprocess
-
-    if importlib.util.find_spec("regex") is None:
-        pytest.skip("the `regex` module is not installed here: nothing to hide")
-    code = ("import sys, pgraph.cli; lark_at_start = 'lark' in sys.modules; "
-            "from pgraph.frontend import import_lark; import_lark(); import lark.utils; "
-            "loaded = 'regex' in sys.modules; import regex; "
-            "print(lark_at_start, loaded, lark.utils._has_regex, regex.__name__)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert out.stdout.split() == ["False", "False", "False", "regex"]
-
-
 # ---- the bench spec generators ---------------------------------------------------------------
 
 def test_committed_bench_specs_are_generated() -> None:
