@@ -283,10 +283,22 @@ def unique(want: str, names: set[str], generated: bool = False) -> str:
 def local_name(want: str, taken: AbstractSet[str], busy: set[str]) -> str:
     """A loop-local identifier, added to `busy`: `want`, else `want_2`, `want_3`..., the first
     that is neither a function-wide name (`taken`), nor in `busy` (the C++ names in use where it
-    is declared), nor reserved (`is_reserved`)."""
+    is declared), nor reserved (`is_reserved`).
+
+    When the numbered forms are all reserved (`alloc_0` gives `alloc_0_2`, `alloc_0_3`..., every
+    one a generated name's form), the rule of `unique` for a reserved name applies instead:
+    `want_`, else `want__2`, `want__3`...
+    """
     out, n = want, 2
     while out in taken or out in busy or is_reserved(out):
         out = f"{want}_{n}"
         n += 1
+        if GENERATED.fullmatch(out):  # every later numbered form matches too: it would never end
+            base = out = f"{want}_"
+            n = 2
+            while out in taken or out in busy:
+                out = f"{base}_{n}"
+                n += 1
+            break
     busy.add(out)
     return out
