@@ -12,6 +12,7 @@ the body reads, then the body (`blocks.entry_lines`). The context is built once
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path as FsPath
 
 from pgraph.ir import program as ir
@@ -26,6 +27,10 @@ from .writer import Decl, Writer
 
 #: A call of a floor helper in the code (C++ names never take a reserved name, `layout.RESERVED`).
 _FLOOR = re.compile(r"\bpgraph_floor(?:div|mod)\(")
+#: An identifier: a C++ name is used in a text when it is one of the text's words.
+_WORD = re.compile(r"\w+")
+#: A line assigning a name or one of its slots.
+_ASSIGN = re.compile(r"\s*(\w+)(?:\[[^\]]*\])? = ")
 
 
 def render_cpp(program: ir.Program, header: list[str]) -> tuple[str, Context]:
@@ -60,16 +65,17 @@ def render(ctx: Context) -> str:
     out.blank()
     out.line('__attribute__((visibility("default")))')
     with out.block("void aicpu_orchestration_entry(const ChipTaskArgs& orch_args)"):
-        out.extend(binding_lines(ctx, "\n".join(body), code))
+        out.extend(binding_lines(ctx, set(_WORD.findall("\n".join(body))), set(_WORD.findall(code))))
         out.extend(body)
     out.blank()
     out.line('}  // extern "C"')
     return out.text()
 
 
-def binding_lines(ctx: Context, text: str, code: str) -> list[str]:
-    """The entry's bindings: external tensors, scalars (`(void)` when the body `text` never names
-    them), the runtime dimensions the body's `code` reads, and the views of external tensors."""
+def binding_lines(ctx: Context, body_words: set[str], code_words: set[str]) -> list[str]:
+    """The entry's bindings: external tensors, scalars (`(void)` when no word of the body names
+    them), the runtime dimensions the body's code reads (its words outside comments), and the
+    views of external tensors."""
     p = ctx.p
     w = Writer()
     externals = [t for t in p.tensors.values() if t.storage is Storage.EXTERNAL]
@@ -79,7 +85,7 @@ def binding_lines(ctx: Context, text: str, code: str) -> list[str]:
     for t in externals:
         c = ctx.tensor_c[t.name]
         w.line(f"const ChipTensor& {c} = orch_args.tensor({t.arg_index}).ref();")
-        if not re.search(rf"\b{c}\b", text):
+        if c not in body_words:
             unused.append(c)
     if p.scalars:
         w.comment("Scalars")
@@ -87,11 +93,11 @@ def binding_lines(ctx: Context, text: str, code: str) -> list[str]:
         c = ctx.scalar_c[s.name]
         ctype = DTYPES[s.dtype].ctype
         w.line(f"{ctype} {c} = from_u64<{ctype}>(orch_args.scalar({s.arg_index}));")
-        if not re.search(rf"\b{c}\b", text):
+        if c not in body_words:
             unused.append(c)
     for c in unused:
         w.line(f"(void){c};")
-    dims = sorted((td for td, c in ctx.dim_c.items() if re.search(rf"\b{c}\b", code)),
+    dims = sorted((td for td, c in ctx.dim_c.items() if c in code_words),
                   key=lambda td: (p.tensors[td[0]].arg_index or 0, td[1]))
     if dims:
         w.comment("Dimensions read at run time (`runtime` in the spec: planned at the declared value)")
@@ -101,7 +107,7 @@ def binding_lines(ctx: Context, text: str, code: str) -> list[str]:
     for t in p.tensors.values():
         if t.storage is Storage.VIEW and t.scope is None:
             w.extend(view_lines(ctx, t, declare=False))
-            if not re.search(rf"\b{ctx.tensor_c[t.name]}\b", text):
+            if ctx.tensor_c[t.name] not in body_words:
                 w.line(f"(void){ctx.tensor_c[t.name]};")
     w.blank()
     return w.lines
@@ -111,16 +117,18 @@ def mark_unused(lines: list[str]) -> list[str]:
     """`(void)name;` after declarations nothing reads (-Wall: unused / set-but-unused variable).
 
     An allocation must happen even when no task reads the buffer (pgraph counts it), and a
-    tensor carry may be written but never read; assignments `name = ...;` are not reads.
+    tensor carry may be written but never read; a line naming it, other than its declaration, is
+    a read unless it assigns it (`name = ...;`, `name[i] = ...;`).
     """
+    declared = {ln.name for ln in lines if isinstance(ln, Decl)}
+    lines_naming: Counter[str] = Counter()  # the lines naming each declared name, not assigning it
+    for ln in lines:
+        m = _ASSIGN.match(ln)
+        lines_naming.update(w for w in set(_WORD.findall(ln)) & declared if m is None or w != m.group(1))
     out = []
-    for idx, ln in enumerate(lines):
+    for ln in lines:
         out.append(ln)
-        if not isinstance(ln, Decl):
-            continue
-        word = re.compile(rf"\b{re.escape(ln.name)}\b")
-        assign = re.compile(rf"^\s*{re.escape(ln.name)}(\[[^\]]*\])? = ")
-        if not any(word.search(other) and not assign.match(other) for i, other in enumerate(lines) if i != idx):
+        if isinstance(ln, Decl) and lines_naming[ln.name] < 2:  # its declaration only
             out.append(f"{ln[:len(ln) - len(ln.lstrip())]}(void){ln.name};")
     return out
 
