@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import attrs
 
+from pgraph import records
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, InternalError, Storage
 
@@ -19,7 +20,8 @@ from .layout import Storage as Slots
 from .regions import ArgView, env_space
 
 
-@attrs.frozen(eq=False, repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Names:
     """The names chosen while walking the entry in emission order (`naming.plan_names`).
 
@@ -43,7 +45,8 @@ class Names:
 NO_NAMES = Names({}, {}, {}, {}, {}, {}, {}, {})
 
 
-@attrs.frozen(eq=False, repr=False)
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Context:
     """What the emission of one entry reads: the program, its C++ names, func ids and TaskId storages.
 
