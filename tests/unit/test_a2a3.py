@@ -747,3 +747,49 @@ def test_header_names_the_spec_by_base_name_outside_a_repository(tmp_path: Path)
     cpp = build_files(spec)["orchestration/manual_example.cpp"]
     assert " from copy_of_manual.pgl (target a2a3," in cpp
     assert str(tmp_path) not in cpp
+
+
+#: Index variables named like the generated file's numbered names (`alloc_<k>`): a dep loop over
+#: `p`'s tiles and the interleave temporaries of `n` (its `b` is `m`'s second axis) start from them.
+RESERVED_INDEX_SPEC = """\
+const R = 8
+tensor o : f32[R, 1024] external
+tensor w : f32[R, 1024] external
+kernel z aiv (dst : out f32[R, 16])
+kernel rd aiv (src : in f32[R, 1024])
+
+entry reserved_names {
+  parallel p[alloc_0 in 0..4] { call z(o[:, alloc_0*16 +: 16]) }
+  at q deps(p) { call rd(o) }
+  manual scope {
+    interleave {
+      parallel m[alloc_0 in 0..2, b in 0..3] { call z(w[:, (20 + alloc_0*3 + b)*16 +: 16]) }
+      parallel n[b in 0..2, c in 0..3] deps(m[b, c]) { call z(w[:, (40 + b*3 + c)*16 +: 16]) }
+    }
+  }
+}
+"""
+
+
+def test_index_variables_named_like_generated_names_build_and_match(runtime_objects: list[Path],
+                                                                     tmp_path: Path) -> None:
+    """A loop-local name whose numbered forms are all reserved (`alloc_0_2`, `alloc_0_3`... are
+    `alloc_<k>` forms) takes a trailing `_`, as a reserved index variable does; the build used to
+    search the numbered forms forever. The file compiles and its recorded graph equals pgraph's."""
+    spec = tmp_path / "reserved.pgl"
+    spec.write_text(RESERVED_INDEX_SPEC)
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "pgraph", "build", str(spec), "--target", "a2a3", "-o", str(out)],
+                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    cpp = (out / "orchestration" / "reserved_names.cpp").read_text()
+    # the index variable alloc_0 is reserved: its C++ name is alloc_0_ (layout.unique)
+    assert "for (int64_t alloc_0_ = 0; alloc_0_ < 4; ++alloc_0_) {" in cpp
+    # q's dep loop over p's 4 tiles reuses that spelling (no index of q's own is named so)
+    assert "if (p_tids[alloc_0_].is_valid()) params_t1_deps[params_t1_deps_count++] = p_tids[alloc_0_];" in cpp
+    # n's temporaries: alloc_0_ + "_loop" is reserved in every numbered form, so a trailing "_"
+    assert "const int64_t alloc_0__loop_ = alloc_0_;" in cpp
+    assert "[[maybe_unused]] const int64_t b = alloc_0__loop_;" in cpp
+    assert "[[maybe_unused]] const int64_t c = b_loop;" in cpp
+    record_for(spec, runtime_objects, tmp_path)

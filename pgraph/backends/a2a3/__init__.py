@@ -15,7 +15,7 @@ from pgraph.backends.target import BuildInfo
 from pgraph.kinds import InternalError
 from pgraph.plan.base import Plan
 
-from .emitter import Emitter, spec_display
+from .emitter import render_cpp, spec_display
 from .kernel_config import render_kernel_config
 
 __all__ = ["TARGET", "A2A3Target", "build"]
@@ -55,7 +55,6 @@ def build(plan: Plan, info: BuildInfo) -> dict[str, str]:
     if info.overrides:
         header.append(f"Overrides: {info.overrides}")
     header.append("Do not edit: regenerate with `pgraph build SPEC --target a2a3 -o OUTDIR`.")
-    emitter = Emitter(program, header)
-    cpp = emitter.render()
-    cfg = render_kernel_config(program, emitter.ids, header[1:], orch)
+    cpp, ctx = render_cpp(program, header)
+    cfg = render_kernel_config(program, ctx.ids, header[1:], orch)
     return {orch: cpp, "kernel_config.py": cfg}

@@ -172,8 +172,8 @@ class CxxPrinter:
 
     `names` maps free names to C++ identifiers; `ranges` gives their value intervals
     (for the floor-division check); `dims` maps (tensor, axis) of a runtime dimension to the
-    C++ `int64_t` that holds it. `uses_floor` records whether a helper is needed; `dims_used`
-    the runtime dimensions printed.
+    C++ `int64_t` that holds it. A printer keeps no record of what it printed: the emitter
+    finds the floor helpers and runtime dimensions the file needs in the generated code.
     """
 
     def __init__(self, names: Mapping[str, str], ranges: Mapping[str, Interval],
@@ -181,20 +181,18 @@ class CxxPrinter:
         self.names = names
         self.ranges = ranges
         self.dims = dims or {}
-        self.uses_floor = False
-        self.dims_used: set[tuple[str, int]] = set()
 
     def __call__(self, e: Expr) -> str:
         return self.expr(simplify(e), 0)
 
     def expr(self, e: Expr, outer: int) -> str:
+        """`e` as C++, parenthesized when it binds looser than its context (precedence `outer`)."""
         if isinstance(e, Num):
             text = str(e.value)
             return f"({text})" if e.value < 0 and outer > 0 else text
         if isinstance(e, Name):
             return self.names.get(e.id, e.id)
         if isinstance(e, RuntimeDim):
-            self.dims_used.add((e.tensor, e.axis))
             return self.dims[(e.tensor, e.axis)]
         if isinstance(e, Neg):
             return f"-{self.expr(e.operand, 7)}"
@@ -205,6 +203,7 @@ class CxxPrinter:
         return self.binop(e, outer)
 
     def func(self, e: Func) -> str:
+        """`min`/`max` as conditionals; `cdiv` as `(a + b - 1) / b`, or through the floor helper."""
         args = [self.expr(a, 0) for a in e.args]
         if e.name in ("min", "max"):
             cmp = "<" if e.name == "min" else ">"
@@ -215,10 +214,11 @@ class CxxPrinter:
         a, b = e.args
         if interval(a, self.ranges).nonneg and interval(b, self.ranges).positive:
             return f"({self.expr(a, 5)} + {self.expr(b, 6)} - 1) / {self.expr(b, 7)}"
-        self.uses_floor = True
         return f"-pgraph_floordiv(-{self.expr(a, 7)}, {args[1]})"
 
     def binop(self, e: BinOp, outer: int) -> str:
+        """A binary operation; `/` and `%` through the floor helpers unless interval analysis
+        proves a non-negative numerator and a positive divisor."""
         prec = _PREC[e.op]
         if prec <= 4:
             op = {"and": "&&", "or": "||"}.get(e.op, e.op)
@@ -230,7 +230,6 @@ class CxxPrinter:
         if e.op in ("/", "%"):
             a, b = interval(e.left, self.ranges), interval(e.right, self.ranges)
             if not (a.nonneg and b.positive):
-                self.uses_floor = True
                 helper = "pgraph_floordiv" if e.op == "/" else "pgraph_floormod"
                 return f"{helper}({self.expr(e.left, 0)}, {self.expr(e.right, 0)})"
         left = self.expr(e.left, prec)

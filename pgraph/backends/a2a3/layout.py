@@ -23,12 +23,16 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import Set as AbstractSet
 
 import attrs
 
 from pgraph import records
+from pgraph.expr import Expr, Num
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DepKind, InternalError, NodeKind, TaskKind
+
+from .cexpr import Interval, add, mul, simplify, sub
 
 Key = tuple[NodeKind, int | str]
 
@@ -160,6 +164,21 @@ def slots(ts: ir.TileSet) -> int:
 task_slots = ir.task_slots  # distinct tasks of a tile set: the slots of a TaskId carry
 
 
+def tile_index(ts: ir.TileSet, coords: list[Expr]) -> Expr:
+    """Row-major slot of a tile in `ts`'s TaskId array: sum of (coord - lo) * stride."""
+    out: Expr = Num(0, ts.span)
+    stride = 1
+    for a, c in reversed(list(zip(ts.axes, coords, strict=True))):
+        out = add(mul(sub(c, Num(a.lo, ts.span)), Num(stride, ts.span)), out)
+        stride *= a.size
+    return simplify(out)
+
+
+def axis_range(a: ir.IAxis) -> Interval:
+    """Values of an index axis as an interval."""
+    return Interval(a.lo, a.hi - 1)
+
+
 def _loop_paths(p: ir.Program) -> dict[int, Path]:
     """Path of the block holding each loop (its parent block)."""
     return {int(key[1]): path for key, path in _layout(p)[1].items() if key[0] is NodeKind.LOOP}
@@ -258,4 +277,28 @@ def unique(want: str, names: set[str], generated: bool = False) -> str:
         out = f"{base}_{n}"
         n += 1
     names.add(out)
+    return out
+
+
+def local_name(want: str, taken: AbstractSet[str], busy: set[str]) -> str:
+    """A loop-local identifier, added to `busy`: `want`, else `want_2`, `want_3`..., the first
+    that is neither a function-wide name (`taken`), nor in `busy` (the C++ names in use where it
+    is declared), nor reserved (`is_reserved`).
+
+    When the numbered forms are all reserved (`alloc_0` gives `alloc_0_2`, `alloc_0_3`..., every
+    one a generated name's form), the rule of `unique` for a reserved name applies instead:
+    `want_`, else `want__2`, `want__3`...
+    """
+    out, n = want, 2
+    while out in taken or out in busy or is_reserved(out):
+        out = f"{want}_{n}"
+        n += 1
+        if GENERATED.fullmatch(out):  # every later numbered form matches too: it would never end
+            base = out = f"{want}_"
+            n = 2
+            while out in taken or out in busy:
+                out = f"{base}_{n}"
+                n += 1
+            break
+    busy.add(out)
     return out
