@@ -10,11 +10,11 @@ from collections.abc import Mapping
 import attrs
 
 from pgraph import records
+from pgraph.backends.simpler import FuncIds
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, InternalError, Storage
 
 from .cexpr import CxxPrinter, Interval
-from .kernel_config import FuncIds
 from .layout import Node, Path, alloc_path, axis_range, dispatch_path, unique
 from .layout import Storage as Slots
 from .regions import ArgView, env_space

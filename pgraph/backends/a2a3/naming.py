@@ -15,11 +15,11 @@ from typing import NamedTuple
 
 import attrs
 
+from pgraph.backends.simpler import FuncIds
 from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DepKind, DimKind, NodeKind, Storage, TaskKind
 
 from .context import Context, Names, env_ranges, function_names
-from .kernel_config import FuncIds
 from .layout import Node, Path, SlotKind, alloc_ident, build_tree, is_single, local_name, plan_storage, unique
 from .layout import Storage as Slots
 from .order import Alloc, Declare, Loop, Scope, Submit, block_items
