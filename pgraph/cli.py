@@ -74,13 +74,45 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="print planner notes in full (otherwise they are counted by code)")
 
 
+def version_text() -> str:
+    """What `pgraph --version` prints: pgraph's version, the version of the Lark module pgraph
+    imports, and the digest (`grammar_digest`: CRC-32 and byte length) of the grammar it reads."""
+    from pgraph.frontend import import_lark
+    from pgraph.frontend.parser import _grammar_text, grammar_digest
+
+    try:
+        lark_version = str(getattr(import_lark(), "__version__", "unknown"))
+    except ImportError:
+        lark_version = "not installed"
+    try:
+        grammar = "grammar " + grammar_digest(_grammar_text()).decode("ascii")
+    except OSError:
+        grammar = "grammar missing"
+    return f"pgraph {__version__}, lark {lark_version}, {grammar}"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: print `version_text()` and exit 0 (computed only when asked for, so that no
+    other command reads the grammar or imports Lark for it)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The argparse tree of `pgraph`. With `command` (a subcommand about to run), only that
     subcommand gets its options: the others are listed (the usage and help texts are the same)
     without them, so that `pgraph plan` builds one option table and imports neither the
     simulator's options nor the queries'."""
     ap = argparse.ArgumentParser(prog="pgraph", description="Plan and check .pgl task graphs.")
-    ap.add_argument("--version", action="version", version=f"pgraph {__version__}")
+    ap.add_argument("--version", action=_VersionAction,
+                    help="print the versions of pgraph and Lark and the grammar digest, and exit")
     _allow_outside(ap, top=True)
     sub = ap.add_subparsers(dest="command", required=True)
     want = (lambda name: True) if command not in COMMANDS else (lambda name: name == command)
