@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -25,10 +26,22 @@ def test_every_package_is_declared() -> None:
     assert {"pgraph.grammar", "pgraph.docs"} <= _declared()
 
 
+#: what the wheel is built from (pyproject.toml's packages, package-dir and readme)
+SOURCES = ("pyproject.toml", "README.md", "pgraph", "grammar", "docs")
+
+
 def test_wheel_runs_without_the_checkout(tmp_path: Path) -> None:
-    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
+    """The wheel is built from a copy of the sources: a build in the checkout would write build/
+    and pgraph.egg-info/ into it (and race another run or worker reading the tree)."""
+    wheel_dir, target, source = tmp_path / "wheel", tmp_path / "site", tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "-w", str(wheel_dir), str(ROOT)], check=True, cwd=tmp_path, timeout=300)
+                    "-w", str(wheel_dir), str(source)], check=True, cwd=tmp_path, timeout=300)
     wheel = next(wheel_dir.glob("pgraph-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, cwd=tmp_path, timeout=300)
