@@ -86,13 +86,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(sample_key_line())
 
 
+#: the caller named the query cache's folder (PGRAPH_CACHE_DIR): the session keeps it
+CACHE_DIR_GIVEN = bool(os.environ.get("PGRAPH_CACHE_DIR"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def query_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The query cache (pgraph.commands.query_cache) of the whole run, subprocesses included,
     in this worker's temporary folder unless PGRAPH_CACHE_DIR names one: never the user's
     ~/.cache, never a folder another worker or another run writes."""
     with pytest.MonkeyPatch.context() as mp:
-        if not os.environ.get("PGRAPH_CACHE_DIR"):
+        if not CACHE_DIR_GIVEN:
             mp.setenv("PGRAPH_CACHE_DIR", str(tmp_path_factory.mktemp("query-cache")))
         yield
 
@@ -105,6 +109,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def write_golden(path: Path, text: str) -> None:
+    """Write one golden file atomically (a temporary file beside it, then a rename): a test
+    reading it in another worker meanwhile sees the old text or the new, never a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def write_golden_tree(root: Path, files: dict[str, str]) -> None:
+    """Make the folder `root` hold exactly `files` (relative path -> text): each file written
+    with write_golden, then the files not in `files` removed (never the folder as a whole, which
+    a test of another worker may be reading)."""
+    for rel, text in files.items():
+        write_golden(root / rel, text)
+    for p in sorted(root.rglob("*"), reverse=True):
+        if p.is_file() and p.relative_to(root).as_posix() not in files:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
 
 
 def plan_ok(path: Path, **kw: object):
