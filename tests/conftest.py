@@ -13,8 +13,10 @@ import faulthandler
 import fcntl
 import importlib.util
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import types
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from pgraph.pipeline import Options, plan_program
 from tests.support import sampling
@@ -34,10 +37,16 @@ os.environ.setdefault("PGRAPH_VERIFY", "1")
 # environment), so every worker collects the same windows even across midnight.
 SAMPLE_KEY_FROM_DATE = not os.environ.get(sampling.ENV, "").strip()
 os.environ[sampling.ENV] = str(sampling.run_key())
-# No example database: hypothesis would write .hypothesis/ into the checkout (from every worker);
-# the tests draw derandomized or seeded examples and need none.
+# No example database, and hypothesis's other files (its caches of the source's constants and of
+# Unicode data) in a folder of the run instead of .hypothesis/ in the current folder, the
+# checkout: the tests draw derandomized or seeded examples and need no database. The folder is
+# made once (workers inherit it) and removed at the end by the process that made it.
 settings.register_profile("pgraph", database=None)
 settings.load_profile("pgraph")
+HYPOTHESIS_DIR_OWNED = "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ
+if HYPOTHESIS_DIR_OWNED:
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = tempfile.mkdtemp(prefix="pgraph-hypothesis-")
+set_hypothesis_home_dir(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"])
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
@@ -74,6 +83,12 @@ def sample_key_line() -> str:
     where = "the UTC day number" if SAMPLE_KEY_FROM_DATE else "set in the environment"
     return (f"pgraph sample key: {sampling.ENV}={key} ({where}): the sampled sweeps check its windows;"
             f" {sampling.ENV}={key} reruns them, `-m slow` runs the whole sweeps (docs/reliability.md)")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the hypothesis folder this process made (a worker did not make it: it inherited it)."""
+    if HYPOTHESIS_DIR_OWNED:
+        shutil.rmtree(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"], ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -5,8 +5,9 @@
 - a read-modify-write of a shared file is serialized between processes (`locked`);
 - `time_limit` fails a hang in the main thread (SIGALRM) and, off the main thread, ends the
   process instead of hanging it (faulthandler);
-- the run's settings: no hypothesis example database (it would write .hypothesis/ into the
-  checkout), the query cache in the session's temporary folder.
+- the run's settings: no hypothesis example database and hypothesis's other files outside the
+  checkout (it would write .hypothesis/ into it), the query cache in the session's temporary
+  folder. (.ci/run also fails when the suite leaves anything new in the checkout.)
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def test_time_limit_off_the_main_thread_ends_the_process() -> None:
 
 def test_no_example_database_and_a_session_query_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     assert settings.default.database is None
+    # hypothesis's other files (constants and Unicode caches) go to a folder of the run, not .hypothesis/ here
+    assert not Path(os.environ["HYPOTHESIS_STORAGE_DIRECTORY"]).resolve().is_relative_to(ROOT)
     if tests.conftest.CACHE_DIR_GIVEN:
         pytest.skip("PGRAPH_CACHE_DIR is set by the caller")
     assert Path(os.environ["PGRAPH_CACHE_DIR"]).is_relative_to(tmp_path_factory.getbasetemp())
