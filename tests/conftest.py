@@ -2,7 +2,10 @@
 
 Also what makes the suite safe to run in parallel (`-n auto`, pytest-xdist) and sampled: the
 sample key of the run (tests/support/sampling.py), fixed here once for every worker; no
-hypothesis database, query cache or bytecode written into the checkout or a shared folder.
+hypothesis files or query cache written into the checkout or a folder another run shares
+(.ci/run also puts bytecode outside the clone, and fails when the suite leaves anything in it);
+golden files replaced atomically; a lock for shared read-modify-writes; time limits that work
+in a worker (tests/unit/test_suite_safety.py).
 """
 
 from __future__ import annotations
