@@ -11,8 +11,12 @@ recorded one; windowed figures equal `--full`; the race verdict (windowed and `-
 brute-force oracle over concrete element sets (tests/differential/oracle.py), which shares no
 code with the planner; and the internal-error guard never fires.
 
-Default run: a few hundred derandomized hypothesis examples (failures shrink). The long run
-(`python3 -m pytest -m slow tests/property/test_differential.py`) draws
+Default run (sampled, tests/support/sampling.py): CI_EXAMPLES hypothesis examples drawn from
+the run's sample key (failures shrink), and one window of CI_SEEDS consecutive seeds of the long
+run's LONG_EXAMPLES seeded Random programs, plus the regression seeds. The window follows
+PGRAPH_SAMPLE, else the date; its seeds are in the test ids and the output, so that the windows
+of successive runs together check the long run's seeds (docs/reliability.md, "Sampling"). The
+long run (`python3 -m pytest -m slow tests/property/test_differential.py`) draws
 PGRAPH_DIFF_LONG programs (default 10,000) from seeded Random choosers, builds the runtime and
 every program with AddressSanitizer and UBSan (PGRAPH_DIFF_SANITIZE=0 turns them off), and
 writes its counts into docs/reliability.md.
@@ -30,15 +34,20 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, require_tool
+from tests.conftest import ROOT, locked, require_tool
 from tests.differential import harness
 from tests.differential.programs import DataChooser, RandomChooser, generate, render
+from tests.support import sampling
 
-CI_EXAMPLES = int(os.environ.get("PGRAPH_DIFF_EXAMPLES", "150"))
-CI_SEEDS = int(os.environ.get("PGRAPH_DIFF_SEEDS", "150"))
+CI_EXAMPLES = int(os.environ.get("PGRAPH_DIFF_EXAMPLES", "50"))
+CI_SEEDS = int(os.environ.get("PGRAPH_DIFF_SEEDS", "100"))
 LONG_EXAMPLES = int(os.environ.get("PGRAPH_DIFF_LONG", "10000"))
+#: the long run's seeds (0..SWEEP-1) of which each run checks one window of CI_SEEDS
+SWEEP = 10_000
+WINDOW = sampling.window("differential seeds", SWEEP, CI_SEEDS)
 #: optional wall-time bound of the long run (seconds): it stops after the program running then,
 #: and the record says how many it reached
 LONG_SECONDS = float(os.environ.get("PGRAPH_DIFF_LONG_SECONDS", "0"))
@@ -59,18 +68,22 @@ def objs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 _counter = iter(range(1 << 62))
 
 
-@settings(max_examples=CI_EXAMPLES, derandomize=True, database=None, deadline=None,
+@hypothesis_seed(sampling.run_key())
+@settings(max_examples=CI_EXAMPLES, database=None, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_differential(data: st.DataObject, objs: list[Path], tmp_path: Path) -> None:
-    """One random program: plan == recorded runtime == model, window == full, verdict == oracle."""
+    """One random program: plan == recorded runtime == model, window == full, verdict == oracle.
+    The examples are drawn from the run's sample key (hypothesis seed PGRAPH_SAMPLE): each run
+    draws others (the long run's seeded programs: test_differential_seed and -m slow)."""
     program = generate(DataChooser(data))
     work = tmp_path / f"p{next(_counter)}"
     work.mkdir()
     try:
         harness.check(program, work, objs)
     except AssertionError as e:
-        raise AssertionError(f"{e}\n--- the program ---\n{render(program)}") from None
+        raise AssertionError(f"{e}\n--- the program (hypothesis seed {sampling.ENV}={sampling.run_key()}) ---\n"
+                             f"{render(program)}") from None
 
 
 #: Seeds past the CI range that found a defect (each fails before its fix):
@@ -90,15 +103,25 @@ def test_differential(data: st.DataObject, objs: list[Path], tmp_path: Path) -> 
 REGRESSION_SEEDS = (401, 2760, 3446, 4028, 4316, 4601, 4893, 6195, 6262, 6443, 8119, 8302, 9406, 9744, 9821, 20000)
 
 
-@pytest.mark.parametrize("seed", [*range(CI_SEEDS), *REGRESSION_SEEDS])
+@pytest.mark.parametrize("seed", [*WINDOW.cases, *(s for s in REGRESSION_SEEDS if s not in WINDOW.cases)])
 def test_differential_seed(seed: int, objs: list[Path], tmp_path: Path) -> None:
-    """The same check on seeded Random programs (larger than hypothesis's first draws), seeds
-    0..CI_SEEDS-1 of the long run."""
+    """The same check on seeded Random programs (larger than hypothesis's first draws): this run's
+    window of CI_SEEDS seeds of the long run's 0..SWEEP-1 (WINDOW), and the regression seeds."""
     program = generate(RandomChooser(seed))
+    print(WINDOW.describe())
     try:
         harness.check(program, tmp_path, objs)
     except AssertionError as e:
-        raise AssertionError(f"{e}\n--- the program (seed {seed}) ---\n{render(program)}") from None
+        raise AssertionError(f"{e}\n--- the program (seed {seed}; {WINDOW.describe()}) ---\n"
+                             f"{render(program)}") from None
+
+
+def test_windows_cover_the_long_run() -> None:
+    """The windows of successive keys are the long run's seeds 0..SWEEP-1, each once (a
+    sampling that skipped seeds would silently check less than the long run)."""
+    seen = [s for key in range(WINDOW.parts) for s in sampling.window("x", SWEEP, CI_SEEDS, key).cases]
+    assert sorted(seen) == list(range(SWEEP))
+    assert WINDOW.cases == sampling.window("x", SWEEP, CI_SEEDS, WINDOW.key + WINDOW.parts).cases
 
 
 def test_generator_covers_the_language() -> None:
@@ -127,11 +150,12 @@ COVERAGE = {
 
 
 @pytest.mark.slow
-def test_differential_long(tmp_path: Path) -> None:
+def test_differential_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """≥ 10,000 programs with sanitizers; counts per category into docs/reliability.md."""
     require_tool("g++")
     if "PGRAPH_DIFF_SANITIZE" not in os.environ:
-        os.environ["PGRAPH_DIFF_SANITIZE"] = "1"
+        # for this test only: a worker's later differential tests link the unsanitized runtime
+        monkeypatch.setenv("PGRAPH_DIFF_SANITIZE", "1")
     objs = harness.runtime_objects(tmp_path)
     counts: Counter[str] = Counter()
     codes: Counter[str] = Counter()
@@ -187,9 +211,11 @@ def write_report(counts: Counter[str], codes: Counter[str], failures: list[tuple
     if failures:
         lines += ["", "Failures (seed: first line):", ""] + [f"- {seed}: {msg}" for seed, msg in failures[:20]]
     lines.append(END)
-    text = RELIABILITY.read_text(encoding="utf-8") if RELIABILITY.exists() else "# Reliability\n\n"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
-    else:
-        text = text.rstrip("\n") + ("\n\n## Differential test (issue 10)\n\n" if not LONG_START else "\n\n") + "\n".join(lines) + "\n"
-    RELIABILITY.write_text(text, encoding="utf-8")
+    with locked(RELIABILITY):  # the mutation fuzz's long run may rewrite its own section at the same time
+        text = RELIABILITY.read_text(encoding="utf-8") or "# Reliability\n\n"
+        if BEGIN in text and END in text:
+            text = text[:text.index(BEGIN)] + "\n".join(lines) + text[text.index(END) + len(END):]
+        else:
+            text = (text.rstrip("\n") + ("\n\n## Differential test (issue 10)\n\n" if not LONG_START else "\n\n")
+                    + "\n".join(lines) + "\n")
+        RELIABILITY.write_text(text, encoding="utf-8")

@@ -1,24 +1,44 @@
 """`pgraph fmt` on generated programs (tests/differential/programs.py) with comments and blank
 lines scattered in: the result parses to the same tree, keeps every comment in order, and is a
-fixed point (hypothesis, derandomized; `PGRAPH_FMT_EXAMPLES=N` for more)."""
+fixed point (hypothesis). Sampled (tests/support/sampling.py): each run draws EXAMPLES examples
+from its sample key (PGRAPH_SAMPLE, else the date; a failure prints the key), so successive
+runs draw different ones; `-m slow` draws SLOW_EXAMPLES (`PGRAPH_FMT_EXAMPLES=N` for more)."""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from tests.differential.programs import DataChooser, generate, render
+from tests.support import sampling
 from tests.unit.test_fmt import check_round_trip
 
-EXAMPLES = int(os.environ.get("PGRAPH_FMT_EXAMPLES", "150"))
+EXAMPLES = 50
+SLOW_EXAMPLES = int(os.environ.get("PGRAPH_FMT_EXAMPLES", "500"))
+HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
-@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@hypothesis_seed(sampling.run_key())
+@settings(max_examples=EXAMPLES, database=None, deadline=None, suppress_health_check=HEALTH)
 @given(data=st.data())
 def test_fmt_of_generated_programs(data: st.DataObject) -> None:
+    """EXAMPLES programs of this run's key (SLOW_EXAMPLES fresh ones: test_fmt_of_generated_programs_many)."""
+    check_fmt(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=SLOW_EXAMPLES, database=None, deadline=None, suppress_health_check=HEALTH)
+@given(data=st.data())
+def test_fmt_of_generated_programs_many(data: st.DataObject) -> None:
+    check_fmt(data)
+
+
+def check_fmt(data: st.DataObject) -> None:
+    """One generated program with comments and blank lines drawn in: fmt round-trips it."""
     text = render(generate(DataChooser(data)))
     lines = text.split("\n")
     out = []
@@ -31,4 +51,4 @@ def test_fmt_of_generated_programs(data: st.DataObject) -> None:
         out.append(line + (f"{' ' * data.draw(st.integers(1, 40))}# after {i}" if what == "trailing" and line.strip()
                            else ""))
     source = "\n".join(out)
-    assert check_round_trip(source) is not None, source
+    assert check_round_trip(source) is not None, f"({sampling.ENV}={sampling.run_key()})\n{source}"

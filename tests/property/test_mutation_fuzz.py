@@ -19,10 +19,14 @@ examples, `--max-memory 2`). Every exit code must be 0, 1 or 2, never 3
 `check` accepts must also `plan` with exit 0. A mutant that runs past EXAMPLE_TIMEOUT_S is a
 failure too (a hang).
 
-Default: DEFAULT_MUTANTS fixed mutants (seeds 0..N-1, about 40 s). Opt-in long run:
+Default (sampled, tests/support/sampling.py): one window of MUTANTS_PER_RUN consecutive seeds
+of the long run's 0..SWEEP-1 (about 15 s), chosen by PGRAPH_SAMPLE, else the date, and printed,
+so that the windows of successive runs together check the long run's mutants
+(docs/reliability.md, "Sampling"). Opt-in long run:
 `python3 -m pytest -m slow tests/property/test_mutation_fuzz.py` with PGRAPH_MUTANTS (default
-10,000); it writes its counts into docs/reliability.md between the `mutation-fuzz` markers and
-saves every failing mutant under PGRAPH_FUZZ_REPROS (default: a temporary folder, printed).
+10,000) from PGRAPH_MUTATION_SEED (default 0); it writes its counts into docs/reliability.md
+between the `mutation-fuzz` markers and saves every failing mutant under PGRAPH_FUZZ_REPROS
+(default: a temporary folder, printed).
 """
 
 from __future__ import annotations
@@ -42,15 +46,19 @@ import attrs
 import pytest
 
 from pgraph.cli import main
-from tests.conftest import time_limit
+from tests.conftest import locked, time_limit
 from tests.property.test_fuzz_spec import tokens  # the same lexer: kinds name, keyword, int, string, punct
+from tests.support import sampling
 from tests.unit.test_grammar_words import grammar_words
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS_DIRS = ("specs", "tests/examples", "bench/specs")
-DEFAULT_MUTANTS = 300
+MUTANTS_PER_RUN = int(os.environ.get("PGRAPH_MUTANTS_PER_RUN", "100"))
 LONG_MUTANTS = int(os.environ.get("PGRAPH_MUTANTS", "10000"))
 SEED_BASE = int(os.environ.get("PGRAPH_MUTATION_SEED", "0"))
+#: the long run's seeds (0..SWEEP-1), of which each run checks one window of MUTANTS_PER_RUN
+SWEEP = 10_000
+WINDOW = sampling.window("mutation fuzz seeds", SWEEP, MUTANTS_PER_RUN)
 EXAMPLE_TIMEOUT_S = 60
 #: Issue 10: no accepted input should need more than about 2 GiB; a mutant over this is recorded.
 MEMORY_NOTE_BYTES = 2 * 2**30
@@ -443,9 +451,18 @@ def _fuzz(seeds: range, progress: int = 0) -> tuple[list[tuple[Mutant, Outcome]]
 
 
 def test_mutants_never_crash() -> None:
-    """DEFAULT_MUTANTS fixed mutants: exit 0/1/2 (never 3), no traceback, `plan` agrees with `check`."""
-    _, failures = _fuzz(range(SEED_BASE, SEED_BASE + DEFAULT_MUTANTS))
-    assert not failures, "\n\n".join(f"{m.describe()}\n  " + "\n  ".join(o.problems) for m, o in failures[:5])
+    """This run's window of the long run's mutants: exit 0/1/2 (never 3), no traceback, `plan`
+    agrees with `check` (the whole sweep: test_mutants_never_crash_long, -m slow)."""
+    print(WINDOW.describe())
+    _, failures = _fuzz(WINDOW.cases)
+    assert not failures, WINDOW.describe() + "\n" + "\n\n".join(
+        f"{m.describe()}\n  " + "\n  ".join(o.problems) for m, o in failures[:5])
+
+
+def test_windows_cover_the_long_run() -> None:
+    """The windows of successive keys are the long run's seeds 0..SWEEP-1, each once."""
+    seen = [s for key in range(WINDOW.parts) for s in sampling.window("x", SWEEP, MUTANTS_PER_RUN, key).cases]
+    assert sorted(seen) == list(range(SWEEP))
 
 
 # ---- the long run and its record ---------------------------------------------------------------------------------
@@ -522,16 +539,18 @@ def render_counts(results: list[tuple[Mutant, Outcome]], seeds: range) -> str:
 
 
 def write_section(text: str, path: Path = RELIABILITY) -> None:
-    """Replace the mutation-fuzz section of docs/reliability.md (create the file or the section)."""
-    doc = path.read_text(encoding="utf-8") if path.exists() else (
-        "# Reliability\n\nWhat the fuzz and differential tests ran, and what they found. Each section is"
-        " written by the test named in it.\n\n")
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        doc = head + text.rstrip("\n") + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    path.write_text(doc, encoding="utf-8")
+    """Replace the mutation-fuzz section of docs/reliability.md (create the file or the section),
+    under a lock on the file (the differential long run may rewrite its section at the same time)."""
+    with locked(path):
+        doc = path.read_text(encoding="utf-8") or (
+            "# Reliability\n\nWhat the fuzz and differential tests ran, and what they found. Each section is"
+            " written by the test named in it.\n\n")
+        if BEGIN in doc and END in doc:
+            head, rest = doc.split(BEGIN, 1)
+            doc = head + text.rstrip("\n") + rest.split(END, 1)[1]
+        else:
+            doc = doc.rstrip("\n") + "\n\n" + text
+        path.write_text(doc, encoding="utf-8")
 
 
 def test_write_section_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
@@ -546,10 +565,11 @@ def test_write_section_keeps_the_rest_of_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_mutants_never_crash_long(request: pytest.FixtureRequest) -> None:
-    """PGRAPH_MUTANTS (10,000 by default) mutants after the default ones; writes docs/reliability.md."""
+    """PGRAPH_MUTANTS (10,000 by default) mutants from PGRAPH_MUTATION_SEED (0): every window the
+    sampled test checks; writes docs/reliability.md."""
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("opt-in: python3 -m pytest -m slow tests/property/test_mutation_fuzz.py")
-    seeds = range(SEED_BASE + DEFAULT_MUTANTS, SEED_BASE + DEFAULT_MUTANTS + LONG_MUTANTS)
+    seeds = range(SEED_BASE, SEED_BASE + LONG_MUTANTS)
     with address_space_cap(MEMORY_CAP_BYTES):
         results, failures = _fuzz(seeds, progress=500)  # progress lines show with -s
     write_section(render_counts(results, seeds))

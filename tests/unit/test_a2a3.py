@@ -35,7 +35,16 @@ from pgraph.ir.instances import InstanceGraph
 from pgraph.ir.program import Program
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.pipeline import Options, compile_program, plan_program
-from tests.conftest import HEAD_SPEC, ROOT, VARIANT_762, ArgDirection, load_kernel_config, plan_ok, require_tool
+from tests.conftest import (
+    HEAD_SPEC,
+    ROOT,
+    VARIANT_762,
+    ArgDirection,
+    load_kernel_config,
+    plan_ok,
+    require_tool,
+    write_golden_tree,
+)
 from tests.unit import abi_reference as abi
 
 CPP = ROOT / "tests" / "cpp"
@@ -565,11 +574,7 @@ def test_golden(name: str, update_golden: bool) -> None:
     files = build_files(spec)
     root = GOLDEN / name
     if update_golden:
-        if root.exists():
-            shutil.rmtree(root)
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(normalise(text))
+        write_golden_tree(root, {rel: normalise(text) for rel, text in files.items()})
         return
     on_disk = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     assert on_disk == sorted(files), "golden file set differs; rerun with --update-golden"

@@ -16,7 +16,7 @@ import pytest
 
 from pgraph.backends.dot import is_drawn, render_dot, representative_iterations
 from pgraph.cli import main
-from tests.conftest import HEAD_SPEC, ROOT, plan_ok, require_tool
+from tests.conftest import HEAD_SPEC, ROOT, plan_ok, require_tool, write_golden
 
 TINY_SPEC = ROOT / "tests" / "examples" / "tiny_dot.pgl"
 GOLDEN = ROOT / "tests" / "golden" / "dot"
@@ -86,8 +86,7 @@ def test_golden(case: str, update_golden: bool) -> None:
     text = render_dot(plan_ok(CASES[case]))
     path = GOLDEN / f"{case}.dot"
     if update_golden:
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
+        write_golden(path, text)
     assert path.is_file(), f"missing {path}; run pytest with --update-golden"
     assert text == path.read_text(encoding="utf-8"), f"{case}: DOT output differs from {path}"
 

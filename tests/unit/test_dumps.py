@@ -19,7 +19,7 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.frontend.parser import parse_source
 from pgraph.frontend.unparse import unparse
 from pgraph.source import SourceFile, Span
-from tests.conftest import HEAD_SPEC, KEEP_ENV, ROOT
+from tests.conftest import HEAD_SPEC, KEEP_ENV, ROOT, write_golden
 
 GOLDEN = ROOT / "tests" / "golden" / "ir"
 EXAMPLES = sorted(p for p in (ROOT / "tests" / "examples").glob("*.pgl") if "entry " in p.read_text(encoding="utf-8"))
@@ -66,8 +66,7 @@ def test_ir_dump_golden(spec: Path, update_golden: bool, capsys: pytest.CaptureF
     text = capsys.readouterr().out
     golden = GOLDEN / f"{spec.stem}.ir"
     if update_golden:
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        golden.write_text(text, encoding="utf-8")
+        write_golden(golden, text)
     assert golden.is_file(), f"missing {golden}; run pytest with --update-golden"
     assert text == golden.read_text(encoding="utf-8"), f"{spec.stem}: the IR dump differs from {golden}"
 

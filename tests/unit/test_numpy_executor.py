@@ -20,6 +20,7 @@ from pgraph.backends.numpy.storage import KernelFault
 from pgraph.cli import main
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, VARIANT_762, numpy_session, plan_ok
+from tests.support import sampling
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +61,35 @@ def test_allocations_start_poisoned(head_small: Session) -> None:
     assert meta[:4].view(np.int32)[0] == -1515870811   # 0xA5A5A5A5 as i32
 
 
-@pytest.mark.parametrize("spec", [HEAD_SPEC, VARIANT_762], ids=["HEAD", "762"])
-def test_cli_run_small_two_layers_twenty_random_orders(spec: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", str(spec), "--config", "small", "--layers", "2", "--order", "random", "--trials", "20"])
+#: the random-order sweep: RANDOM_TRIALS trials (order seeds 1234..1253 on the inputs of seed 1234)
+#: under -m slow; a run checks RANDOM_TRIALS_PER_RUN of them, `--seed` moved to the run's part
+#: (tests/support/sampling.py), so that the parts of successive runs draw every order seed
+RANDOM_TRIALS, RANDOM_TRIALS_PER_RUN = 20, 5
+RANDOM_PART = sampling.window("random orders", RANDOM_TRIALS, RANDOM_TRIALS_PER_RUN)
+
+
+def _cli_random_orders(spec: Path, seed: int, trials: int, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", str(spec), "--config", "small", "--layers", "2", "--order", "random", "--trials", str(trials),
+                 "--seed", str(seed)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "result: 20/20 trial(s) passed" in out
-    assert len(re.findall(r"PASS: depth tier \(2 layers\): ", out)) == 20 and "races 0" in out
+    assert f"result: {trials}/{trials} trial(s) passed" in out
+    assert len(re.findall(r"PASS: depth tier \(2 layers\): ", out)) == trials and "races 0" in out
+    assert f"(order seed {seed + trials - 1})" in out
+
+
+@pytest.mark.parametrize("spec", [HEAD_SPEC, VARIANT_762], ids=["HEAD", "762"])
+def test_cli_run_small_two_layers_random_orders(spec: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """This run's part of the random orders: order seeds 1234 + start.. (the inputs of that seed);
+    all twenty on the inputs of seed 1234: test_cli_run_small_two_layers_twenty_random_orders, -m slow."""
+    print(RANDOM_PART.describe())
+    _cli_random_orders(spec, 1234 + RANDOM_PART.cases.start, len(RANDOM_PART.cases), capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", [HEAD_SPEC, VARIANT_762], ids=["HEAD", "762"])
+def test_cli_run_small_two_layers_twenty_random_orders(spec: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _cli_random_orders(spec, 1234, RANDOM_TRIALS, capsys)
 
 
 def test_cli_run_batch_5(capsys: pytest.CaptureFixture[str]) -> None:

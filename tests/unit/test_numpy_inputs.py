@@ -16,6 +16,7 @@ from pgraph.backends.numpy.storage import KernelFault, LayeredStorage
 from pgraph.cli import main
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, numpy_session, plan_ok
+from tests.support import sampling
 
 HIDDEN, INTER = 1280, 4352          # the small config
 
@@ -154,8 +155,24 @@ def test_executor_reading_layer_0_for_every_layer_fails() -> None:
     assert ex.comparison is not None and not ex.comparison.ok
 
 
-@pytest.mark.parametrize("order", ["topo", "random", "adversarial"])
+ORDERS = ("topo", "random", "adversarial")
+#: a run checks one of the orders (tests/support/sampling.py); -m slow checks all three
+ORDER_PART = sampling.strided("LRU draw orders", len(ORDERS), len(ORDERS))
+
+
+def test_each_layer_is_drawn_once_per_pass_in_this_runs_order() -> None:
+    """test_each_layer_is_drawn_once_per_pass_in_any_order in one order of three (by the run's part)."""
+    print(ORDER_PART.describe())
+    check_draws(ORDERS[ORDER_PART.index])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ORDERS)
 def test_each_layer_is_drawn_once_per_pass_in_any_order(order: str) -> None:
+    check_draws(order)
+
+
+def check_draws(order: str) -> None:
     """3 layers, 13 per-layer tensors: the reference draws 39 slices and leaves layers 1 and 2
     in the LRU; an execution then needs layer 0 again, then 1, then 2 (every reader of layer L
     runs after the previous layer's output and before this layer's output in any legal

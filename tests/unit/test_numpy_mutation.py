@@ -6,8 +6,11 @@ by the planner's static race analysis (pgraph.plan.races.find_races), a separate
 implementation from the run-time detector checked here.
 
 - CI (default): one adversarial order per mutation with the detector on, stopping at the
-  first report; every needed edge must be reported, no redundant one. Split in chunks so
-  each test stays short; the counts are printed.
+  first report; every needed edge must be reported, no redundant one. The edges are split in
+  CHUNKS chunks (edges[c::CHUNKS]) so each test stays short, and a run checks one part of
+  them: the chunks c with c % PARTS equal to the run's part (tests/support/sampling.py:
+  PGRAPH_SAMPLE, else the date; printed), so PARTS successive runs check every edge. The
+  counts are printed. `-m slow` checks every chunk (test_detector_reports_every_needed_edge_all).
 - Full sweep (`-m slow`): additionally, with the detector off, some sampled order must make
   the output differ (consumer-first / producer-last orders compared with the unmutated graph
   in the paired order, then adversarial and random orders).
@@ -23,8 +26,12 @@ from pgraph.backends.numpy.runner import Execution
 from pgraph.pipeline import Options
 from pgraph.plan.races import find_races
 from tests.conftest import HEAD_SPEC, REDUNDANT_LAYER0, numpy_session
+from tests.support import sampling
 
 CHUNKS = 12
+#: a run checks CHUNKS / PARTS chunks (147 of the 588 edges)
+PARTS = 4
+PART = sampling.strided("NumPy mutation chunks", CHUNKS, PARTS)
 
 
 
@@ -51,8 +58,27 @@ def test_edge_set(setup) -> None:
     assert redundant == REDUNDANT_LAYER0
 
 
-@pytest.mark.parametrize("chunk", range(CHUNKS))
+@pytest.mark.parametrize("chunk", PART.cases)
 def test_detector_reports_every_needed_edge(setup, chunk: int) -> None:
+    """This run's chunks (PART; every chunk: test_detector_reports_every_needed_edge_all, -m slow)."""
+    print(PART.describe())
+    check_chunk(setup, chunk)
+
+
+@pytest.mark.slow
+def test_detector_reports_every_needed_edge_all(setup) -> None:
+    """Every chunk: all 588 edges (about 45 s)."""
+    for chunk in range(CHUNKS):
+        check_chunk(setup, chunk)
+
+
+def test_the_parts_cover_every_chunk() -> None:
+    seen = sorted(c for key in range(PARTS) for c in sampling.strided("x", CHUNKS, PARTS, key).cases)
+    assert seen == list(range(CHUNKS))
+
+
+def check_chunk(setup, chunk: int) -> None:  # type: ignore[no-untyped-def]
+    """Delete each edge of edges[chunk::CHUNKS]: every needed one is reported, no redundant one."""
     session, edges, needed = setup
     part = edges[chunk::CHUNKS]
     caught = missed = false_alarms = quiet = 0
@@ -70,7 +96,7 @@ def test_detector_reports_every_needed_edge(setup, chunk: int) -> None:
                 bad.append(f"false alarm {r.label}: {r.how}")
     print(f"\nrun-time mutation (chunk {chunk + 1}/{CHUNKS}): {len(part)} edges, needed {caught + missed}, "
           f"reported {caught}, missed {missed}, redundant {quiet + false_alarms}, false alarms {false_alarms}")
-    assert not bad, bad
+    assert not bad, (PART.describe(), bad)
 
 
 def damage_kind(how: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import binascii
 import email.parser
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -35,13 +36,25 @@ def test_every_package_is_declared() -> None:
     assert {"pgraph.grammar", "pgraph.docs"} <= _declared()
 
 
+#: what the wheel is built from (pyproject.toml's packages, package-dir, readme and license files)
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "pgraph", "grammar", "docs", "specs")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(the wheel built from the checkout, the folder it is installed into with `pip --target`)."""
+    """(the wheel built from the checkout, the folder it is installed into with `pip --target`).
+    The wheel is built from a copy of the sources: a build in the checkout would write build/
+    and pgraph.egg-info/ into it (and race another run or worker reading the tree)."""
     tmp_path = tmp_path_factory.mktemp("packaging")
-    wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
+    wheel_dir, target, source = tmp_path / "wheel", tmp_path / "site", tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "-w", str(wheel_dir), str(ROOT)], check=True, cwd=tmp_path, timeout=300)
+                    "-w", str(wheel_dir), str(source)], check=True, cwd=tmp_path, timeout=300)
     wheel = next(wheel_dir.glob("pgraph-*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, cwd=tmp_path, timeout=300)

@@ -67,10 +67,13 @@ ALL = [(page.name, *e) for page in PAGES for e in examples(page)]
 
 
 @pytest.mark.parametrize("example", ALL, ids=lambda e: f"{e[0]}:{e[1]}")
-def test_readme_example_output_is_real(example: tuple[str, int, str, list[str]]) -> None:
+def test_readme_example_output_is_real(example: tuple[str, int, str, list[str]], tmp_path: Path) -> None:
+    """(A `/tmp/` path of an example, in its command and its output, is this test's own folder
+    instead: two runs of the suite at once, or two workers, never write the same file.)"""
     page, line, cmd, shown = example
     if shutil.which("bash") is None:
         pytest.skip("needs bash")
+    cmd, shown = cmd.replace("/tmp/", f"{tmp_path}/"), [s.replace("/tmp/", f"{tmp_path}/") for s in shown]
     # `pgraph` is this checkout's command line, whatever is installed
     script = f'pgraph() {{ "{sys.executable}" -m pgraph "$@"; }}\n{{ {cmd}\n}} 2>&1'
     env = {**os.environ, "PGRAPH_CACHE": "0", "PYTHONUNBUFFERED": "1"}  # one stream, in write order
