@@ -209,6 +209,11 @@ def test_sim_and_sim_vs_run_on_one_wave_more(tmp_path: Path, capsys: pytest.Capt
     a, b = out.err.split(f"B: {spec}:\n")  # each side's diagnostics under its label: the overrun is B's
     assert a.startswith(f"A: {HEAD_SPEC}:\n") and finding not in a and finding in b
     assert "not enforced: `pgraph sim` is a what-if" in out.err
+    # as a gate (40 layers: no override), the overruns are errors, yet the spec still simulates
+    assert main(["sim", str(spec), "--enforce-budgets"]) == 1
+    out = capsys.readouterr()
+    assert "makespan" in out.out
+    assert f"error[PG121 budget-exceeded]: submits_per_layer is {submits} tasks, over its budget of 280" in out.err
 
 
 @pytest.mark.parametrize(("extra", "code", "text"), [
