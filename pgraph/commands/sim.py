@@ -131,7 +131,7 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
         cal = load_calibration(args.calibration) if args.calibration else None
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    compared = bool(args.vs or args.vs_defines or args.vs_sets)
+    compared = bool(args.vs or args.vs_defines or args.vs_sets or args.a_defines)  # a side's own -D: a comparison
     extra_a = tuple(parse_define(d) for d in args.a_defines)
     name_a = _side(args.spec, extra_a)
     label_a = f"A: {name_a}" if compared else None

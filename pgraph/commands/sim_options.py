@@ -15,7 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="override a constant of the compared side only (OTHER.pgl, or the spec itself without "
                         "--vs), after the -D of both (repeatable)")
     p.add_argument("--a-define", dest="a_defines", action="append", default=[], metavar="NAME=VALUE",
-                   help="override a constant of the first side (the spec) only, after the -D of both (repeatable)")
+                   help="override a constant of the first side (the spec) only, after the -D of both (repeatable); "
+                        "without --vs the spec as given is the second side")
     p.add_argument("--enforce-budgets", action="store_true",
                    help="enforce the spec's budgets as `pgraph check` does, `sim_us` included: an overrun is a PG121 "
                         "error and the exit code is 1 (the simulation still runs); otherwise sim is a what-if")

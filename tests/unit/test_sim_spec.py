@@ -184,6 +184,10 @@ def test_cli_sim_vs_per_side_defines(capsys: pytest.CaptureFixture[str]) -> None
     makespan = next(r for r in doc["rows"] if r["metric"].startswith("makespan"))
     assert makespan["a"] == makespan["b"]
     assert f"A: {HEAD_SPEC} -D N_OUT_DIRECT_BLOCKS=0:\n" in out.err and f"B: {HEAD_SPEC} -D N_OUT_DIRECT_BLOCKS=0:\n" in out.err
+    # an --a-define alone compares the overridden spec with the spec as given
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--a-define", "N_OUT_DIRECT_BLOCKS=0", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["a"], doc["b"]) == (f"{HEAD_SPEC} -D N_OUT_DIRECT_BLOCKS=0", str(HEAD_SPEC))
 
 
 def _capture(tmp_path: Path) -> tuple[Path, Path]:
