@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING
 import attrs
 
 from pgraph import __version__
+from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow, side_defines
 from pgraph.diagnostics import (
     DiagnosticBag,
     Severity,
     diagnostic_json,
     render_all_text,
+    render_allowed,
     render_json,
     render_note_summary,
 )
@@ -55,13 +57,15 @@ def _allow_outside(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 def _spec(p: argparse.ArgumentParser, config_metavar: str = "NAME|FILE.pgl",
           config_help: str = "constant overrides (see `plan --config`)") -> None:
-    """The spec argument and its constant overrides (every command that reads one spec)."""
+    """The spec argument, its constant overrides and the diagnostic options (every command that
+    reads one spec)."""
     p.add_argument("spec", help="the .pgl file")
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant before folding (repeatable)")
     p.add_argument("--config", metavar=config_metavar, help=config_help)
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
     _allow_outside(p)
+    diagnostic_options(p)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -70,8 +74,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true",
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-    p.add_argument("--notes", action="store_true",
-                   help="print planner notes in full (otherwise they are counted by code)")
 
 
 def version_text() -> str:
@@ -126,6 +128,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("plan"):
         _common(plan)
         plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
+        plan.add_argument("--no-budgets", action="store_true",
+                          help="report budget overruns (PG121) as warnings instead of failing: a what-if")
         plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
     run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
                                      "against the dense reference")
@@ -180,9 +184,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
         dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
         dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant of the spec side(s) before folding (repeatable)")
+                         help="override a constant of both spec sides before folding (repeatable)")
+        side_defines(dif, "OLD", "NEW")
         dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
         dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        diagnostic_options(dif)
         dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
         dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
         dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
@@ -216,20 +222,31 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return ap
 
 
-def _options(args: argparse.Namespace, full: bool | None = None) -> Options:
+def _options(args: argparse.Namespace, full: bool | None = None, what_if: str | None = None) -> Options:
+    """The compile options of a command's arguments; `what_if` (None: the run is a gate of the
+    spec's budgets) says why the command does not enforce them (pgraph.plan.budgets)."""
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
                    full=getattr(args, "full", False) if full is None else full,
-                   allow_include_outside=bool(getattr(args, "allow_include_outside", False)))
+                   allow_include_outside=bool(getattr(args, "allow_include_outside", False)),
+                   allow=parse_allow(getattr(args, "allow", ())), what_if=what_if)
 
 
-def _emit_diagnostics(bag: DiagnosticBag, notes: bool = True) -> None:
-    """Print diagnostics to stderr as text; with `notes=False` notes are counted by code, not shown."""
+def what_if(command: str) -> str:
+    """The reason a what-if command gives for not enforcing budgets (the PG121 warning says it)."""
+    return f"`pgraph {command}` is a what-if"
+
+
+def _emit_diagnostics(bag: DiagnosticBag, notes: bool = False, label: str | None = None) -> None:
+    """Print diagnostics to stderr as text: errors and warnings in full; notes counted by code, and
+    the diagnostics allows waived counted, unless `notes` (`--notes`) shows them in full. A
+    `label` line names the spec first (a comparison prints two sides)."""
     diags = bag.sorted()
     shown = diags if notes else [d for d in diags if d.level is not Severity.NOTE]
     text = render_all_text(shown)
     text += render_note_summary([d for d in diags if d.level is Severity.NOTE] if not notes else [])
+    text += render_allowed(bag.allowed, full=notes)
     if text:
-        print(text, file=sys.stderr, end="")
+        print((f"{label}:\n" if label else "") + text, file=sys.stderr, end="")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -273,7 +290,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise UsageError(f"--dot writes Graphviz text, not a picture: write it to {stem} and render it "
                          f"(`dot -T{Path(args.output).suffix[1:].lower()} {stem} -o {args.output}`)")
 
-    opts = _options(args)
+    opts = _options(args, what_if="`--no-budgets` was given" if args.no_budgets else None)
     dot = None
     if args.dot:  # the dot emitter's picture instead of the report
         from pgraph.backends.target import emitter
@@ -319,9 +336,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.max_memory <= 0:
         raise UsageError(f"--max-memory must be positive, got {args.max_memory}")
     numpy = runner("numpy")
-    plan, bag = plan_program(args.spec, _for_target(_options(args), numpy))
+    plan, bag = plan_program(args.spec, _for_target(_options(args, what_if=what_if("run")), numpy))
+    _emit_diagnostics(bag, notes=args.notes)
     if plan is None or bag.has_errors:   # the executor runs only graphs `check` accepts
-        _emit_diagnostics(bag)
         return EXIT_ERRORS
     run_opts = RunOptions(seed=args.seed, batch=args.batch, fixture=args.inputs, weights=args.weights,
                           max_memory=int(args.max_memory * (1 << 30)), order=args.order, trials=args.trials,
@@ -382,7 +399,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     def write(path: Path, text: str) -> None:
         _write_or_usage_error(lambda: write_atomic(path, text), str(path))
 
-    return run(args, _options(args), _emit_diagnostics, write)
+    def emit(bag: DiagnosticBag, label: str | None = None) -> None:
+        _emit_diagnostics(bag, notes=args.notes, label=label)
+
+    gate = bool(getattr(args, "enforce_budgets", False))
+    return run(args, _options(args, what_if=None if gate else what_if("sim")), emit, write)
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -395,7 +416,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     """`pgraph export SPEC --deps-json OUT` (pgraph.commands.deps)."""
     from pgraph.commands.deps import run_export
 
-    return run_export(args, _options(args), _emit_diagnostics, _atomic)
+    return run_export(args, _options(args, what_if=what_if("export")),
+                      lambda bag: _emit_diagnostics(bag, notes=args.notes), _atomic)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -409,7 +431,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     """`pgraph diff OLD NEW` (pgraph.commands.deps)."""
     from pgraph.commands.deps import run_diff
 
-    return run_diff(args, _options(args), _emit_diagnostics, _atomic)
+    return run_diff(args, _options(args, full=False, what_if=what_if("diff")),
+                    lambda bag: _emit_diagnostics(bag, notes=args.notes), _atomic)
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -429,7 +452,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from pgraph.commands import query
 
     run = {"deps": query.run_deps, "why": query.run_why, "stats": query.run_stats}[args.command]
-    return run(args, _emit_diagnostics)
+    return run(args, lambda bag: _emit_diagnostics(bag, notes=args.notes))
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:

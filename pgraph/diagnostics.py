@@ -85,6 +85,8 @@ RULES: dict[str, Rule] = _rules(
      "table or varies across the blocks of one task"),
     ("PG040", "block-scalar", E, "a scalar argument uses an SPMD block index: one task passes one argument payload to "
      "every block"),
+    ("PG041", "bad-allow", E, "an `allow(...)` names an unknown code, gives no reason, or stands before no declaration"),
+    ("PG042", "unused-allow", W, "an `allow(...)` (or `--allow`) waives nothing in this run"),
     # ---- planner rules (PG1xx) ----
     ("PG100", "race", E, "two tasks touch overlapping regions, one writing, with no ordering path"),
     ("PG101", "manual-scope-boundary", E, "a task inside a manual scope and one outside conflict with no explicit edge"),
@@ -153,6 +155,41 @@ class Fix:
 
 @records.value
 @attrs.frozen(repr=False, eq=False)
+class Waiver:
+    """An allowance: warnings and notes of `codes` are waived (not shown, counted as allowed).
+
+    Inline (`allow(PG104, "reason")` before a declaration): `span` is the allow, `within` the
+    declaration it stands before, and only diagnostics whose primary span lies inside `within`
+    are waived. From the command line (`--allow CODE`, `-W CODE`): `span` and `within` are
+    None and every diagnostic of the code is. Errors are never waived (docs/tools.md).
+    `deferred`: the declaration is a `budget sim_us`, whose figure only `pgraph sim` computes, so
+    only that command can tell whether the allow waives anything."""
+
+    codes: tuple[str, ...]
+    reason: str
+    span: Span | None = None
+    within: Span | None = None
+    deferred: bool = False
+
+    def covers(self, diag: Diagnostic) -> bool:
+        """Whether `diag` is of one of the codes and, for an inline allow, inside the declaration."""
+        if diag.code not in self.codes:
+            return False
+        if self.within is None:
+            return True
+        s, w = diag.span, self.within
+        if s is None or s.filename != w.filename:
+            return False
+        return (w.line, w.col) <= (s.line, s.col) <= (w.end_line, w.end_col)
+
+    def origin(self) -> str:
+        """How the allow is written, for messages: `allow(PG104)` at its place, or `--allow PG104`."""
+        codes = ", ".join(self.codes)
+        return f"`allow({codes})` at {self.span.location()}" if self.span is not None else f"`--allow {codes}`"
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Diagnostic:
     """One finding: code, message, primary span, notes, a fix hint and, where the hint is
     mechanical, the `fix` that applies it."""
@@ -182,6 +219,16 @@ class Diagnostic:
         return (self.span.filename, self.span.line, self.span.col, self.code, self.message)
 
 
+def _delete_allow(span: Span) -> Edit:
+    """The edit that deletes an `allow(...)` at `span`: its whole lines when nothing but blanks
+    and a comment share them, else the allow and the blanks after it."""
+    first, last = span.file.line(span.line), span.file.line(span.end_line)
+    if not first[:span.col - 1].strip() and not last[span.end_col - 1:].split("#")[0].strip():
+        return Edit(attrs.evolve(span, col=1, end_line=span.end_line + 1, end_col=1), "")
+    rest = last[span.end_col - 1:]
+    return Edit(attrs.evolve(span, end_col=span.end_col + len(rest) - len(rest.lstrip())), "")
+
+
 #: Errors kept per run; later ones are counted in one PG030 note (like rustc/gcc error limits).
 MAX_ERRORS = 100
 
@@ -195,6 +242,10 @@ class DiagnosticBag:
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
+        #: diagnostics an allow waived (`waive`), with the allow that waived each; the allows
+        #: `waive` applied (a command that adds diagnostics later applies them again)
+        self.allowed: list[tuple[Diagnostic, Waiver]] = []
+        self.waivers: list[Waiver] = []
         self._seen: set[tuple[object, ...]] = set()
         self._errors = 0
         self.suppressed = 0
@@ -279,6 +330,54 @@ class DiagnosticBag:
             hint="fix the errors above first; later ones are often consequences of them",
         ))
 
+    def waive(self, waivers: Sequence[Waiver], report_unused: bool, deferred: bool = False) -> None:
+        """Move the warnings and notes an allow covers from `items` to `allowed`.
+
+        An error stays (an allow never waives one) and gets a note naming the allow. With
+        `report_unused` (the run reached the end of the planner, so every rule had its say), an
+        allow that covered nothing is PG042: a warning for an inline allow (its text rots in the
+        spec), a note for `--allow` (the command line of this run). Only the allows whose
+        `deferred` is `deferred` are reported: the planner's run reports the others, `pgraph sim`
+        those of `budget sim_us` lines."""
+        self.waivers.extend(w for w in waivers if w not in self.waivers)
+        if not waivers:
+            return
+        used = [False] * len(waivers)
+        keep: list[Diagnostic] = []
+        for d in self.items:
+            hits = [i for i, w in enumerate(waivers) if w.covers(d)]
+            for i in hits:
+                used[i] = True
+            if not hits:
+                keep.append(d)
+            elif d.level is Severity.ERROR:
+                told = tuple(Note(f"{waivers[i].origin()} does not waive an error") for i in hits)
+                keep.append(attrs.evolve(d, notes=(*d.notes, *told)))
+            else:
+                self.allowed.append((d, waivers[hits[0]]))
+        self.items = keep
+        if not report_unused:
+            return
+        for w, hit in zip(waivers, used):
+            if hit or w.deferred is not deferred:
+                continue
+            codes = ", ".join(w.codes)
+            if w.span is not None:
+                self.items.append(Diagnostic(
+                    "PG042", f"`allow({codes})` waives nothing: no diagnostic of {codes} is reported in the "
+                    "declaration below it", w.span,
+                    hint="delete the allow (the warning it was written for is gone)", fix=Fix((_delete_allow(w.span),))))
+            else:
+                self.items.append(Diagnostic(
+                    "PG042", f"`--allow {codes}` waives nothing in this run", None, severity=Severity.NOTE,
+                    hint="drop the option"))
+
+    def merge(self, other: DiagnosticBag) -> None:
+        """Append what `other` holds (diagnostics and waived ones; its codes were checked when
+        they were added) to this bag: a command's own findings after the planner's."""
+        self.items.extend(other.items)
+        self.allowed.extend(other.allowed)
+
     @property
     def has_errors(self) -> bool:
         """True when at least one diagnostic has ERROR severity (or a finding waits for its owner:
@@ -338,6 +437,26 @@ def render_note_summary(notes: Sequence[Diagnostic]) -> str:
     lines = [f"{len(notes)} note(s) not shown (--notes shows them in full; `pgraph explain CODE` says what each means):"]
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {f'{code} {RULES[code].slug}':<{width}}  {n:>3}")
+    return "\n".join(lines) + "\n"
+
+
+def render_allowed(allowed: Sequence[tuple[Diagnostic, Waiver]], full: bool = False) -> str:
+    """The diagnostics allows waived: one count line by code (most frequent first, then by
+    code), and with `full` (`--notes`) one line per diagnostic with the allow and its reason;
+    "" when there are none."""
+    if not allowed:
+        return ""
+    counts: dict[str, int] = {}
+    for d, _ in allowed:
+        counts[d.code] = counts.get(d.code, 0) + 1
+    parts = ", ".join(f"{code} {RULES[code].slug} {n}" for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    lines = [f"{len(allowed)} allowed ({parts}): waived by `allow(...)` or `--allow`"
+             + ("" if full else "; --notes lists them")]
+    if full:
+        for d, w in sorted(allowed, key=lambda dw: dw[0].sort_key()):
+            where = d.span.location() + ": " if d.span else ""
+            why = f": {w.reason}" if w.reason else ""
+            lines.append(f"  {where}{d.level.value}[{d.code} {d.rule.slug}]: {d.message} (allowed by {w.origin()}{why})")
     return "\n".join(lines) + "\n"
 
 

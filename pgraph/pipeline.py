@@ -21,10 +21,11 @@ from pathlib import Path
 import attrs
 
 from pgraph import records
-from pgraph.diagnostics import DiagnosticBag
+from pgraph.diagnostics import RULES, DiagnosticBag, Waiver
 from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
 from pgraph.frontend import findings as frontend_findings
+from pgraph.frontend.allows import check_allows, inline_waivers
 from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, read_spec
 from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
@@ -82,13 +83,14 @@ def _codes(*spans: str) -> tuple[str, ...]:
 #: each view's offsets after, each time where its values are first known; where a rule lives
 #: is a package, when it runs is this module's order. A stage that meets a case of another
 #: stage's rule hands it to the owner as a `pgraph.findings` record (`owned_bag`), reported at
-#: once, so the stop points are unchanged. PG030 is the bag's own (the error limit).
+#: once, so the stop points are unchanged. PG030 and PG042 are the bag's own (the error limit, an
+#: allow that waived nothing: `DiagnosticBag.waive`).
 CODE_OWNERS: dict[str, tuple[str, ...]] = {
-    "frontend": _codes("PG001", "PG004", "PG005"),
+    "frontend": _codes("PG001", "PG004", "PG005", "PG041"),
     "lower": _codes("PG002", "PG003", "PG017", "PG019", "PG025", "PG028", "PG033", "PG034", "PG036", "PG038"),
     "plan": _codes("PG006-PG016", "PG018", "PG020-PG024", "PG026", "PG027", "PG029", "PG031", "PG032", "PG035",
                    "PG037", "PG039", "PG040", "PG100-PG121"),
-    "diagnostics": _codes("PG030"),
+    "diagnostics": _codes("PG030", "PG042"),
 }
 
 #: Each owner's reporters of the findings of its rules (`pgraph.findings`).
@@ -188,8 +190,11 @@ check_order((*EXPANSION_CHECKS, *PASSES))
 @attrs.frozen(repr=False, eq=False)
 class Options:
     """Compile options: constant overrides, a config file, a layer count, full expansion, verification,
-    and whether includes and the config file may lie outside the spec's project root
-    (`--allow-include-outside`; pgraph.frontend.loader.project_root)."""
+    whether includes and the config file may lie outside the spec's project root
+    (`--allow-include-outside`; pgraph.frontend.loader.project_root), the codes `--allow`
+    waives (`allow`: PGxxx codes), and `what_if`: None when the run is a gate of the spec's
+    budgets (`check`, `build`, `plan`), else why it is not (the command: "`pgraph sim`"), in
+    which case an overrun is a PG121 warning (pgraph.plan.budgets)."""
 
     defines: tuple[tuple[str, int], ...] = ()
     config: str | None = None
@@ -197,6 +202,8 @@ class Options:
     full: bool = False
     verify: bool = attrs.field(factory=lambda: os.environ.get("PGRAPH_VERIFY", "") not in ("", "0"))
     allow_include_outside: bool = False
+    allow: tuple[str, ...] = ()
+    what_if: str | None = None
 
 
 @records.value
@@ -217,6 +224,8 @@ def load(path: str | Path, opts: Options, bag: DiagnosticBag) -> tuple[Loaded | 
     overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag, project,
                                   opts.allow_include_outside)
     loaded = load_program_files(root, bag, project, opts.allow_include_outside)
+    if loaded is not None and not bag.has_errors:
+        check_allows(loaded.items, bag)  # PG041
     if loaded is None or bag.has_errors:
         return None, overrides
     bag.note_hooks.append(loaded.chain_notes)  # every later diagnostic in an included file names the chain
@@ -234,7 +243,22 @@ def run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str = 
         raise ValueError(f"unknown stage {stage!r}; one of {', '.join(STAGES)}")
     owned_bag(bag, opts.verify)
     with _collector_paused():
-        return _run_until(path, opts, bag, stage)
+        stopped = _run_until(path, opts, bag, stage)
+    waive(stopped, opts, bag)
+    return stopped
+
+
+def waive(stopped: Stopped, opts: Options, bag: DiagnosticBag) -> None:
+    """Apply the spec's inline allows and `--allow` (`opts.allow`) to the run's diagnostics
+    (`DiagnosticBag.waive`); an allow that waived nothing is PG042 only when the planner ran
+    to its end (a stage that stopped early has not said everything yet)."""
+    waivers = inline_waivers(stopped.loaded.items) if stopped.loaded is not None else []
+    if opts.allow:
+        unknown = sorted(set(opts.allow) - set(RULES))
+        if unknown:
+            raise InternalError(f"--allow codes not checked by the command line: {', '.join(unknown)}")
+        waivers.extend(Waiver((code,), "") for code in dict.fromkeys(opts.allow))
+    bag.waive(waivers, report_unused=stopped.plan is not None)
 
 
 def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) -> Stopped:
@@ -300,7 +324,7 @@ def _expand_and_plan(loaded: Loaded, program: Program, window: Window, opts: Opt
         verify.verify_graph(graph)
     if stage == "graph":
         return Stopped(loaded, program, graph)
-    plan = Plan(program, graph, bag)
+    plan = Plan(program, graph, bag, what_if=opts.what_if)
     for p in EXPANSION_CHECKS:
         p.run(plan)
     if bag.has_errors:

@@ -56,15 +56,20 @@ def report_facts(plan: Plan) -> dict[str, Any]:
 
 
 def render_text(plan: Plan, spec: str) -> str:
-    """The human-readable report: totals per layer and overall, phases, scopes and rings."""
+    """The human-readable report: totals per layer and overall, phases, scopes and rings.
+
+    The early-dispatch caveat is one short line; its open point (the runtime's rule, unverified
+    on device) is stated in docs/planner.md and in the JSON report (`early_dispatch_open_point`)."""
     f = report_facts(plan)
     p = plan.program
     diags = plan.bag.items
     errors = sum(1 for d in diags if d.level is Severity.ERROR)
     warnings = sum(1 for d in diags if d.level is Severity.WARNING)
-    notes = sum(1 for d in diags if d.level is Severity.NOTE)
+    note_count = sum(1 for d in diags if d.level is Severity.NOTE)
+    allowed = f", {len(plan.bag.allowed)} allowed" if plan.bag.allowed else ""
     layers = f"{f['layers']} layer(s)" if f["layers"] else "no layer loop"
-    out = [f"{spec}: entry {p.entry}, {layers}; {errors} error(s), {warnings} warning(s), {notes} note(s)", ""]
+    out = [f"{spec}: entry {p.entry}, {layers}; {errors} error(s), {warnings} warning(s), {note_count} note(s)"
+           f"{allowed}", ""]
     rows = []
     if f.get("per_layer"):
         rows.append(["one layer", *(_fmt(f["per_layer"][k]) for k in COUNT_FIELDS)])
@@ -104,8 +109,8 @@ def _early_section(f: dict[str, Any]) -> list[str]:
         rows.append([r["dispatch"], "yes" if r["early_flag"] else "-", state, ", ".join(r["blocked_by"]) or "-"])
     out = ["", "early dispatch (one layer and the entry; simpler: every direct producer flagged, dummies never):"]
     out += _table(["task", "early flag", "consumer state", "blocked by unflagged"], rows, align_left=4)
-    out.append("  note: candidates also need every producer fully published at run time (all SPMD blocks launched);")
-    out.append(f"  open point: {f['early_dispatch_open_point']}")
+    out.append("  (candidates also need every producer fully published at run time; the rule is the runtime "
+               "code's, unverified on device: docs/planner.md)")
     return out
 
 
@@ -166,6 +171,9 @@ def report_json(plan: Plan, spec: str) -> dict[str, Any]:
         "races": f["races"],
         "redundant_edges": f["redundant_edges"],
         "diagnostics": [diagnostic_json(d) for d in plan.bag.sorted()],
+        **({"allowed": [dict(diagnostic_json(d), allowed_by=w.origin(), reason=w.reason)
+                        for d, w in sorted(plan.bag.allowed, key=lambda dw: dw[0].sort_key())]}
+           if plan.bag.allowed else {}),
     }
 
 

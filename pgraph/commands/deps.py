@@ -1,8 +1,10 @@
 """`pgraph export --deps-json`, `pgraph import` and `pgraph diff`: deps.json in, out, compared.
 
 Exit codes: export/import 0 ok, 1 spec errors, 2 usage error (unreadable or malformed
-deps.json, unwritable output); diff 0 no difference, 1 differences (or spec errors), 2 usage
-error — as diff(1).
+deps.json, unwritable output); diff 0 no difference in tasks or edges, 1 differences, 2 usage
+error (as diff(1)), 3 a side has errors: the report still compares whatever both sides plan (a
+race leaves a plan; a syntax error does not) and lists the new diagnostics. `diff` is a what-if
+of the specs' budgets: an overrun is a PG121 warning, listed with the budgeted figures.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from pgraph.backends.depsjson.diff import Change, DiffResult, LayerRow, Side, di
 from pgraph.backends.depsjson.export import SpecSide, export
 from pgraph.backends.depsjson.model import DepsFormatError, DepsGraph, parse, render
 from pgraph.backends.target import emitter, plan_full
-from pgraph.diagnostics import DiagnosticBag, Severity
-from pgraph.pipeline import Options, UsageError, plan_program
+from pgraph.diagnostics import RULES, DiagnosticBag, Severity
+from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 from pgraph.plan.base import Plan
 from pgraph.plan.critical_path import CriticalPath
+from pgraph.plan.figures import figures
 
 Emit = Callable[[DiagnosticBag], None]
 Write = Callable[[Path, str], None]
@@ -59,10 +62,12 @@ def load_deps(path: str) -> DepsGraph:
 
 
 def run_export(args: argparse.Namespace, opts: Options, emit: Emit, write: Write) -> int:
-    """`pgraph export SPEC --deps-json OUT`: the deps-json target's file, and its counts."""
+    """`pgraph export SPEC --deps-json OUT`: the deps-json target's file, and its counts (the
+    spec's diagnostics first, on stderr)."""
     plan, bag = plan_spec(args.spec, opts, emit)
     if plan is None:
         return 1
+    emit(bag)
     side = export(plan)  # what the deps-json target emits (its graph gives the counts printed)
     write(Path(args.deps_json), render(side.graph))
     g = side.graph
@@ -154,10 +159,14 @@ class Loaded:
 
 
 def _load_side(path: str, opts: Options, emit: Emit) -> Loaded | None:
+    """A diff operand: a deps.json, or a spec planned fully and exported. A spec whose planner ran
+    to its end is compared even with errors (a race); one that stopped earlier (a syntax error,
+    a cycle) has no graph: its diagnostics are printed and the result is None."""
     if path.endswith(".json"):
         return Loaded(Side(path, load_deps(path)))
-    plan, bag = plan_spec(path, opts, emit)
+    plan, bag = plan_program(path, full_options(opts))
     if plan is None:
+        emit(bag)
         return None
     s: SpecSide = export(plan)
     return Loaded(Side(path, s.graph, s.notes, s.edge_spans), plan, bag)
@@ -228,8 +237,9 @@ def _cp(plan: Plan | None) -> dict[str, Any] | None:
     return plan.get(CriticalPath).value
 
 
-def diff_lines(old: Loaded, new: Loaded, res: DiffResult, limit: int) -> list[str]:
-    """The text report of `pgraph diff`."""
+def diff_lines(old: Loaded, new: Loaded, res: DiffResult, limit: int, notes: bool = False) -> list[str]:
+    """The text report of `pgraph diff` (with `notes`, the new and resolved notes are listed in
+    full, as errors and warnings always are; otherwise they are counted by code)."""
     a, b = old.side.graph, new.side.graph
     lines = [f"--- {old.side.name}", f"+++ {new.side.name}"]
     ad, bd = sum(t.is_dummy for t in a.tasks), sum(t.is_dummy for t in b.tasks)
@@ -248,21 +258,128 @@ def diff_lines(old: Loaded, new: Loaded, res: DiffResult, limit: int) -> list[st
         if res.implied_edges:
             lines.append(f"  ({res.implied_edges:,} edge record(s) of removed or added tasks not listed)")
     lines.extend(layer_table(res.layers_old, res.layers_new))
+    if old.plan is not None and new.plan is not None:
+        lines.extend(constant_lines(constant_changes(old.plan, new.plan), limit))
+        lines.extend(budget_lines(budget_rows(old.plan, new.plan)))
     if old.bag is not None and new.bag is not None:
-        ka, kb = _diag_keys(old.bag), _diag_keys(new.bag)
-        gone = [ka[k] for k in ka if k not in kb]
-        came = [kb[k] for k in kb if k not in ka]
-        lines.append(f"diagnostics: {len(came)} new, {len(gone)} resolved")
+        came, gone = diagnostic_changes(old.bag, new.bag)
+        errors = [f"{name} {bag.error_count()}" for name, bag in (("old", old.bag), ("new", new.bag))
+                  if bag.has_errors]
+        lines.append(f"diagnostics: {len(came)} new, {len(gone)} resolved"
+                     + (f"; errors: {', '.join(errors)}" if errors else ""))
+        hidden: list[Any] = []
         for tag, items in (("new", came), ("resolved", gone)):
             for d in items:
-                level = "note" if d.level is Severity.NOTE else str(d.level.name).lower()
+                if d.level is Severity.NOTE and not notes:
+                    hidden.append(d)
+                    continue
                 where = d.span.location() if d.span is not None else "-"
-                lines.append(f"  {tag}: {where}: {level}[{d.code}]: {d.message}")
+                lines.append(f"  {tag}: {where}: {d.level.value}[{d.code}]: {d.message}")
+        if hidden:
+            counts = Counter(d.code for d in hidden)
+            lines.append(f"  {len(hidden)} new or resolved note(s) not listed ("
+                         + ", ".join(f"{c} {RULES[c].slug} {n}" for c, n in sorted(counts.items(),
+                                                                                   key=lambda kv: (-kv[1], kv[0])))
+                         + "; --notes lists them)")
     ca, cb = _cp(old.plan), _cp(new.plan)
     if ca is not None and cb is not None:
         lines.append(f"critical path: {_delta(ca['length_us'], cb['length_us'])} cost units "
                      f"({_delta(ca['per_layer_us'], cb['per_layer_us'])} per layer)")
     return lines
+
+
+def diagnostic_changes(old: DiagnosticBag, new: DiagnosticBag) -> tuple[list[Any], list[Any]]:
+    """The diagnostics only `new` has and those only `old` has, matched on (code, message): the
+    same finding in another copy of a spec is no change."""
+    ka, kb = _diag_keys(old), _diag_keys(new)
+    return [kb[k] for k in kb if k not in ka], [ka[k] for k in ka if k not in kb]
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class ConstantChange:
+    """A folded constant whose value differs between the sides (None: the side does not declare
+    it), and the sides whose -D/--config/--layers set it ("old", "new", "both" or "")."""
+
+    name: str
+    old: int | None
+    new: int | None
+    override: str
+
+
+def constant_changes(old: Plan, new: Plan) -> list[ConstantChange]:
+    """Every folded constant that differs between the two specs, the overridden ones first (each
+    group by name): what a per-side `-D` changed, and what follows from it."""
+    a, b = old.program.consts, new.program.consts
+    oa, ob = set(old.program.overridden), set(new.program.overridden)
+    out = []
+    for name in sorted(set(a) | set(b)):
+        if a.get(name) == b.get(name):
+            continue
+        side = "both" if name in oa and name in ob else "old" if name in oa else "new" if name in ob else ""
+        out.append(ConstantChange(name, a.get(name), b.get(name), side))
+    return sorted(out, key=lambda c: (c.override == "", c.name))
+
+
+def constant_lines(changes: list[ConstantChange], limit: int) -> list[str]:
+    """The constants section of the text report."""
+    if not changes:
+        return ["constants: the same"]
+    width = max(len(c.name) for c in changes[:limit])
+    out = [f"constants: {len(changes)} differ (old -> new):"]
+    for c in changes[:limit]:
+        how = f"  (-D/--config/--layers on {c.override})" if c.override else ""
+        old = "-" if c.old is None else f"{c.old:,}"
+        new = "-" if c.new is None else f"{c.new:,}"
+        out.append(f"  {c.name:<{width}}  {old} -> {new}{how}")
+    if len(changes) > limit:
+        out.append(f"  ... {len(changes) - limit} more (--limit N)")
+    return out
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class BudgetRow:
+    """A budgeted figure of either side: its values and each side's limit (None: no budget)."""
+
+    figure: str
+    old: int
+    new: int
+    old_limit: int | None
+    new_limit: int | None
+
+    @property
+    def over(self) -> str:
+        """Which sides are over their own budget: "old", "new", "both" or ""."""
+        a = self.old_limit is not None and self.old > self.old_limit
+        b = self.new_limit is not None and self.new > self.new_limit
+        return "both" if a and b else "old" if a else "new" if b else ""
+
+
+def budget_rows(old: Plan, new: Plan) -> list[BudgetRow]:
+    """The figures either spec budgets (`sim_us` aside: `pgraph sim --vs` simulates), in the
+    order `pgraph stats` prints them."""
+    la = {b.figure: b.limit for b in old.program.budgets}
+    lb = {b.figure: b.limit for b in new.program.budgets}
+    if not la and not lb:
+        return []
+    fa, fb = figures(old), figures(new)
+    return [BudgetRow(f, fa[f], fb[f], la.get(f), lb.get(f)) for f in fa if f in la or f in lb]
+
+
+def budget_lines(rows: list[BudgetRow]) -> list[str]:
+    """The budgets section of the text report (diff is a what-if: an overrun is listed, not fatal)."""
+    if not rows:
+        return []
+    width = max(len(r.figure) for r in rows)
+    out = ["budgets (old -> new; an overrun is a PG121 warning here, an error for `pgraph check`):"]
+    for r in rows:
+        limits = ("-" if r.old_limit is None else f"{r.old_limit:,}") if r.old_limit == r.new_limit else (
+            ("-" if r.old_limit is None else f"{r.old_limit:,}") + " -> "
+            + ("-" if r.new_limit is None else f"{r.new_limit:,}"))
+        flag = f"  over on {r.over}" if r.over else ""
+        out.append(f"  {r.figure:<{width}}  {_delta(r.old, r.new)}, budget {limits}{flag}")
+    return out
 
 
 def _change_line(c: Change, sign: str) -> str:
@@ -282,22 +399,54 @@ def run_diff(args: argparse.Namespace, opts: Options, emit: Emit, write: Write) 
     """`pgraph diff OLD NEW` (each a .pgl spec or a deps.json)."""
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    old = _load_side(args.old, opts, emit)
-    new = _load_side(args.new, opts, emit)
+    sides = []
+    for path, flag, words in ((args.old, "--a-define", args.a_defines), (args.new, "--b-define", args.b_defines)):
+        extra = tuple(parse_define(d) for d in words)
+        if extra and path.endswith(".json"):
+            raise UsageError(f"{flag} overrides a constant of a .pgl side; {path} is a deps.json")
+        sides.append((path + "".join(f" -D {n}={v}" for n, v in extra), attrs.evolve(opts, defines=opts.defines + extra)))
+    old = _load_side(args.old, sides[0][1], emit)
+    new = _load_side(args.new, sides[1][1], emit)
     if old is None or new is None:
-        return 1
+        failed = " and ".join(name for (name, _), side in zip(sides, (old, new)) if side is None)
+        sys.stderr.write(f"pgraph: diff: {failed} did not plan (the errors above): nothing to compare\n")
+        return EXIT_SIDE_ERRORS
+    old = attrs.evolve(old, side=attrs.evolve(old.side, name=sides[0][0]))
+    new = attrs.evolve(new, side=attrs.evolve(new.side, name=sides[1][0]))
     res = diff(old.side, new.side)
     if args.format == "json":
-        doc = {"old": args.old, "new": args.new, "same": res.same, "first_divergence": res.first,
+        doc = {"old": sides[0][0], "new": sides[1][0], "same": res.same, "first_divergence": res.first,
                "changes": [change_json(c) for c in res.changes], "implied_edges": res.implied_edges,
                "per_layer": {side: {("entry" if k is None else str(k)): attrs.asdict(v) for k, v in sorted(
                    rows.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))}
                    for side, rows in (("old", res.layers_old), ("new", res.layers_new))}}
+        doc.update(_json_extras(old, new))
         text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     else:
-        text = "\n".join(diff_lines(old, new, res, args.limit)) + "\n"
+        text = "\n".join(diff_lines(old, new, res, args.limit, getattr(args, "notes", False))) + "\n"
     if args.output:
         write(Path(args.output), text)
     else:
         sys.stdout.write(text)
+    if any(side.bag is not None and side.bag.has_errors for side in (old, new)):
+        return EXIT_SIDE_ERRORS
     return 0 if res.same else 1
+
+
+#: `pgraph diff`'s exit code when a side has errors (the report compares what both sides plan).
+EXIT_SIDE_ERRORS = 3
+
+
+def _json_extras(old: Loaded, new: Loaded) -> dict[str, Any]:
+    """The keys of the JSON report for two spec sides: constants, budgets, diagnostics."""
+    from pgraph.diagnostics import diagnostic_json
+
+    out: dict[str, Any] = {}
+    if old.plan is not None and new.plan is not None:
+        out["constants"] = [attrs.asdict(c) for c in constant_changes(old.plan, new.plan)]
+        out["budgets"] = [dict(attrs.asdict(r), over=r.over) for r in budget_rows(old.plan, new.plan)]
+    if old.bag is not None and new.bag is not None:
+        came, gone = diagnostic_changes(old.bag, new.bag)
+        out["diagnostics"] = {"new": [diagnostic_json(d) for d in came], "resolved": [diagnostic_json(d) for d in gone],
+                              "errors": {"old": old.bag.error_count(), "new": new.bag.error_count()}}
+    return out

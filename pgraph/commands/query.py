@@ -27,6 +27,7 @@ from pathlib import Path
 import attrs
 
 from pgraph import records
+from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
 from pgraph.ir.instances import ArgBox, BlockAccess, EdgeData, Instance, InstanceGraph, box_intersection, boxes_overlap
@@ -450,12 +451,14 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
     p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
     p.add_argument("--full", action="store_true", help="expand every loop iteration (slower; for checking)")
+    diagnostic_options(p)
 
 
 def options(args: argparse.Namespace) -> Options:
-    """The compile options of a query's arguments."""
+    """The compile options of a query's arguments (a what-if of the spec's budgets: `stats`
+    reports an overrun as a PG121 warning; `deps` and `why` do not plan, so check none)."""
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
-                   full=args.full)
+                   full=args.full, allow=parse_allow(args.allow), what_if=f"`pgraph {args.command}` is a what-if")
 
 
 Emit = Callable[[DiagnosticBag], None]
@@ -489,12 +492,14 @@ def run_why(args: argparse.Namespace, emit: Emit) -> int:
 
 
 def run_stats(args: argparse.Namespace, emit: Emit) -> int:
-    """`pgraph stats FILE`: the figures; exit 1 when the spec has errors."""
+    """`pgraph stats FILE`: the spec's diagnostics (stderr: a budget overrun is a PG121 warning),
+    then the figures of any spec that plans; exit 1 when it has errors (the figures are still
+    printed when the planner ran to its end, as for a race)."""
     from pgraph.commands.stats import render_stats
 
     plan, bag = plan_program(args.spec, options(args))
-    if plan is None or bag.has_errors:
-        emit(bag)
+    emit(bag)
+    if plan is None:
         return 1
     sys.stdout.write(render_stats(plan, args.spec))
-    return 0
+    return 1 if bag.has_errors else 0

@@ -1,7 +1,10 @@
 """The `pgraph sim` subcommand: run the model on one spec (or two, side by side) and report.
 
 Exit codes follow the CLI: 0 ok, 1 diagnostics with errors or a stalled simulation, 2 usage
-error (bad option, unreadable file, unknown timing figure).
+error (bad option, unreadable file, unknown timing figure). `sim` is a what-if of the spec's
+budgets (pgraph.plan.budgets): it simulates a spec whose only errors would be budget overruns and
+prints each overrun as a PG121 warning; `--enforce-budgets` makes them errors (exit 1, after the
+report). Each side's diagnostics are printed (errors and warnings in full, notes counted).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from pgraph.ir.program import Budget
 from pgraph.kinds import InternalError
 from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 from pgraph.plan.base import Plan
-from pgraph.plan.budgets import check_budget
+from pgraph.plan.budgets import blocking_errors, check_budget
+
+#: A `budget sim_us` statement of a side, with that side's plan (its overrides, what-if and bag).
+SimBudgets = list[tuple[Budget, Plan]]
 
 
 def sim_target() -> SimTarget:
@@ -40,20 +46,30 @@ def sim_target() -> SimTarget:
     return t
 
 
-def load_plan(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+def load_plan(path: str | Path, opts: Options, budgets: SimBudgets | None = None
               ) -> tuple[Plan | None, DiagnosticBag]:
     """Plan `path` as the sim target needs it (every loop iteration expanded); (None, bag) on
-    errors. The spec's `sim_us` budgets (with the constants the run overrides) are appended to
-    `budgets` when given."""
+    errors other than budget overruns (PG121: a what-if simulates them). The spec's `sim_us`
+    budgets (with the plan) are appended to `budgets` when given."""
     plan, bag = plan_program(path, attrs.evolve(opts, full=plan_full(sim_target(), opts.full)))
-    if plan is None or bag.has_errors:
+    if plan is None or blocking_errors(bag):
         return None, bag
     if budgets is not None:
-        budgets.extend((b, plan.program.overridden) for b in plan.program.budgets if b.figure == "sim_us")
+        budgets.extend((b, plan) for b in plan.program.budgets if b.figure == "sim_us")
     return plan, bag
 
 
-def load_graph(path: str | Path, opts: Options, budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
+def check_sim_budgets(budgets: SimBudgets, makespan: float) -> None:
+    """PG121 for each `budget sim_us <= N` the simulated `makespan` (µs) is over, in its side's bag,
+    waived by that side's allows (the planner leaves allows of `sim_us` budgets to this command)."""
+    for b, plan in budgets:
+        over = DiagnosticBag()
+        check_budget(b, math.ceil(makespan), over, plan.program.overridden, plan.what_if)
+        over.waive(plan.bag.waivers, report_unused=True, deferred=True)
+        plan.bag.merge(over)
+
+
+def load_graph(path: str | Path, opts: Options, budgets: SimBudgets | None = None
                ) -> tuple[SimGraph | None, DiagnosticBag]:
     """`load_plan`, converted to the simulator's records; (None, bag) on errors."""
     plan, bag = load_plan(path, opts, budgets)
@@ -69,18 +85,30 @@ def _config(args: argparse.Namespace) -> SimConfig:
         raise UsageError(str(err)) from None
 
 
-def _one(spec: str, opts: Options, cfg: SimConfig, cal: dict[str, float] | None,
-         emit: Callable[[DiagnosticBag], None], budgets: list[tuple[Budget, tuple[str, ...]]] | None = None
-         ) -> Result | None:
+def _one(spec: str, opts: Options, cfg: SimConfig, cal: dict[str, float] | None, emit: Emit,
+         label: str | None = None) -> tuple[Result | None, DiagnosticBag]:
+    """Plan and simulate one side; its `sim_us` budgets are checked into its bag (None and the bag,
+    printed, when it has errors other than budget overruns)."""
+    budgets: SimBudgets = []
     plan, bag = load_plan(spec, opts, budgets)
     if plan is None:
-        emit(bag)
-        return None
-    return sim_target().run(plan, SimOptions(cfg, cal, spec))
+        emit(bag, label)
+        return None, bag
+    res = sim_target().run(plan, SimOptions(cfg, cal, spec))
+    check_sim_budgets(budgets, res.makespan)
+    return res, bag
 
 
-def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag], None],
-        write: Callable[[Path, str], None]) -> int:
+#: Prints a side's diagnostics (stderr), under a label line naming the side when given.
+Emit = Callable[[DiagnosticBag, "str | None"], None]
+
+
+def _side(spec: str, defines: tuple[tuple[str, int], ...], sets: tuple[str, ...] = ()) -> str:
+    """How a report names a side: the spec and its own -D and --set options."""
+    return spec + "".join(f" -D {n}={v}" for n, v in defines) + "".join(f" --set {x}" for x in sets)
+
+
+def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Path, str], None]) -> int:
     """Run `pgraph sim` with parsed `args`; `emit` prints diagnostics, `write` writes a file atomically."""
     if args.path_steps < 0:
         raise UsageError("--path-steps must not be negative")
@@ -90,7 +118,7 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
 
         graph, bag = load_graph(args.spec, opts)
         if graph is None:
-            emit(bag)
+            emit(bag, None)
             return 1
         try:
             fitted = calibrate_files(Path(args.calibrate[0]), Path(args.calibrate[1]), graph)
@@ -103,13 +131,13 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         cal = load_calibration(args.calibration) if args.calibration else None
     except ConfigError as err:
         raise UsageError(str(err)) from None
-    budgets: list[tuple[Budget, tuple[str, ...]]] = []
-    res = _one(args.spec, opts, cfg, cal, emit, budgets)
+    compared = bool(args.vs or args.vs_defines or args.vs_sets or args.a_defines)  # a side's own -D: a comparison
+    extra_a = tuple(parse_define(d) for d in args.a_defines)
+    name_a = _side(args.spec, extra_a)
+    label_a = f"A: {name_a}" if compared else None
+    res, bag_a = _one(args.spec, attrs.evolve(opts, defines=opts.defines + extra_a), cfg, cal, emit, label_a)
     if res is None:
         return 1
-    over = DiagnosticBag()
-    for b, overridden in budgets:  # PG121 for `budget sim_us <= N` (the plan passes cannot simulate)
-        check_budget(b, math.ceil(res.makespan), over, overridden)
     summary = summarize(res)
     if args.trace:
         from pgraph.backends.sim.trace import render_trace
@@ -117,7 +145,8 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
         write(Path(args.trace), render_trace(res))
     other_name = None
     other: dict[str, Any] | None = None
-    if args.vs or args.vs_defines or args.vs_sets:
+    bags = [bag_a]
+    if compared:
         spec_b = args.vs or args.spec
         extra = tuple(parse_define(d) for d in args.vs_defines)
         opts_b = attrs.evolve(opts, defines=opts.defines + extra, full=False)
@@ -125,26 +154,27 @@ def run(args: argparse.Namespace, opts: Options, emit: Callable[[DiagnosticBag],
             cfg_b = cfg.with_overrides(tuple(args.vs_sets))
         except ConfigError as err:
             raise UsageError(str(err)) from None
-        res_b = _one(spec_b, opts_b, cfg_b, cal, emit)
+        other_name = _side(spec_b, extra, tuple(args.vs_sets))
+        emit(bag_a, label_a)
+        res_b, bag_b = _one(spec_b, opts_b, cfg_b, cal, emit, f"B: {other_name}")
         if res_b is None:
             return 1
+        bags.append(bag_b)
         other = summarize(res_b)
-        other_name = spec_b + "".join(f" -D {n}={v}" for n, v in extra) + "".join(f" --set {x}" for x in args.vs_sets)
     if other is not None:
         if args.format == "json":
-            text = json.dumps({"a": args.spec, "b": other_name, "rows": compare(summary, other)}, indent=1,
+            text = json.dumps({"a": name_a, "b": other_name, "rows": compare(summary, other)}, indent=1,
                               sort_keys=True) + "\n"
         else:
-            text = render_compare(summary, other, args.spec, str(other_name))
+            text = render_compare(summary, other, name_a, str(other_name))
     elif args.format == "json":
         text = render_json(summary, args.spec, cfg)
     else:
         text = render_text(summary, args.spec, cfg, args.path_steps)
     _out(args, text, write)
     stalled = summary["stall"] is not None or (other is not None and other["stall"] is not None)
-    if over.items:
-        emit(over)
-    return 1 if stalled or over.has_errors else 0
+    emit(bags[-1], f"B: {other_name}" if compared else None)
+    return 1 if stalled or any(b.has_errors for b in bags) else 0
 
 
 def _out(args: argparse.Namespace, text: str, write: Callable[[Path, str], None]) -> None:

@@ -11,8 +11,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="OUT.json",
                    help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
     p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
-    p.add_argument("--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
-                   help="compare with the same spec under these extra -D overrides (repeatable)")
+    p.add_argument("--b-define", "--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a constant of the compared side only (OTHER.pgl, or the spec itself without "
+                        "--vs), after the -D of both (repeatable)")
+    p.add_argument("--a-define", dest="a_defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a constant of the first side (the spec) only, after the -D of both (repeatable); "
+                        "without --vs the spec as given is the second side")
+    p.add_argument("--enforce-budgets", action="store_true",
+                   help="enforce the spec's budgets as `pgraph check` does, `sim_us` included: an overrun is a PG121 "
+                        "error and the exit code is 1 (the simulation still runs); otherwise sim is a what-if")
     p.add_argument("--vs-set", dest="vs_sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="compare with the same spec under these extra --set figures (repeatable), e.g. "
                         "--vs-set early_dispatch.enabled=false")

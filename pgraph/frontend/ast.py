@@ -452,10 +452,22 @@ class Budget:
     span: Span
 
 
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class Allow:
+    """`allow(PG104, PG016, "reason")` before a declaration: its warnings and notes of these codes
+    are waived (pgraph.frontend.allows pairs it with the declaration; `code_spans`: each code)."""
+
+    codes: tuple[str, ...]
+    reason: str
+    span: Span
+    code_spans: tuple[Span, ...] = ()
+
+
 Stmt = (TensorDecl | ViewDecl | Let | Assert | ScopeStmt | ForStmt | PhaseStmt | InterleaveStmt | TaskIds | Use
-        | Task)
+        | Task | Allow)
 Item = (Include | Const | Assert | TensorDecl | ScalarDecl | ViewDecl | KernelDecl | KernelAlias | KernelTable | Entry
-        | Target | Cost | Budget | Fragment)
+        | Target | Cost | Budget | Fragment | Allow)
 
 
 @records.value

@@ -342,6 +342,12 @@ class _ToAst:
         return ast.Fragment(str(c[0]), c[1], self._span(meta), self._tok(c[0]))
 
     @with_meta
+    def allow_stmt(self, meta: Any, c: list[Any]) -> ast.Allow:
+        *codes, reason = c
+        return ast.Allow(tuple(str(x) for x in codes), str(reason)[1:-1], self._span(meta),
+                         tuple(self._tok(x) for x in codes))
+
+    @with_meta
     def use_stmt(self, meta: Any, c: list[Any]) -> ast.Use:
         return ast.Use(str(c[0]), self._span(meta), self._tok(c[0]))
 

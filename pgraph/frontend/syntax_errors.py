@@ -83,7 +83,7 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
         ("entry e { at t { call k(x y) } }", "entry e { at t { call k(x[0] y) } }",
          "entry e { at t { call k(x, 1 y) } }", "entry e { at a deps(x y) }", "entry e { at a deps(x[0] y) }",
          "kernel k aic (a : in f32[1] b : in f32[1])", "tensor x : f32[1 2] external",
-         "entry e { at t { call k(x[0 4]) } }"),
+         "entry e { at t { call k(x[0 4]) } }", 'allow(PG104 "why")', 'entry e { allow(PG104 "why") }'),
     ),
     SyntaxExample(
         "a '(' is not closed",
@@ -111,6 +111,16 @@ SYNTAX_EXAMPLES: tuple[SyntaxExample, ...] = (
         "a range needs '..' between its bounds",
         "write `i in 0..N` (half-open, N excluded)",
         ("entry e { spmd a[i in 0 5] }", "entry e { for L in 0 to 4 { } }", "entry e { spmd a[i 0..5] }"),
+    ),
+    SyntaxExample(
+        "an `allow` needs a reason after its codes",
+        'write `allow(PG104, "why this finding is intended here")` on the line above the declaration',
+        ("allow(PG104)", "entry e { allow(PG104) }", "allow(PG104, PG016)", "entry e { allow(PG104, PG016) }"),
+    ),
+    SyntaxExample(
+        "an `allow` names one or more diagnostic codes, then a reason",
+        'write e.g. `allow(PG104, "why")`: the codes are PG followed by three digits',
+        ('allow("why")', 'entry e { allow("why") }', "allow()", "entry e { allow() }"),
     ),
     # ---- blocks and statements -----------------------------------------------------------
     SyntaxExample(

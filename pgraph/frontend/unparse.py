@@ -173,15 +173,20 @@ class Unparser:
 
     # ---- top level ----
     def module(self, m: ast.Module) -> str:
-        prev_multi = False
-        for i, item in enumerate(m.items):
+        groups: list[tuple[int, bool]] = []  # (first line, several lines) of each item, its allows included
+        allows = False
+        for item in m.items:
             start = len(self.lines)
             self.item(item)
             multi = len(self.lines) - start > 1
-            if i and (multi or prev_multi):
+            if allows:  # the allows above this item and the item are one group (no blank between)
+                start = groups.pop()[0]
+            groups.append((start, multi))
+            allows = isinstance(item, ast.Allow)
+        for (start, multi), (_, prev_multi) in reversed(list(zip(groups[1:], groups))):
+            if multi or prev_multi:
                 self.lines.insert(start, "")
                 self.origin.insert(start, (None, "blank"))
-            prev_multi = multi
         return "\n".join(self.lines) + "\n" if self.lines else ""
 
     def item(self, item: ast.Item) -> None:
@@ -208,7 +213,7 @@ class Unparser:
                 self.block(0, f"entry {item.name}", item.block.stmts, self.stmt, item)
             case ast.Fragment():
                 self.block(0, f"fragment {item.name}", item.block.stmts, self.stmt, item)
-            case ast.Assert() | ast.TensorDecl() | ast.ScalarDecl() | ast.ViewDecl():
+            case ast.Assert() | ast.TensorDecl() | ast.ScalarDecl() | ast.ViewDecl() | ast.Allow():
                 self.stmt(0, item)
             case _:
                 unhandled(item)
@@ -269,6 +274,8 @@ class Unparser:
                 self.line(depth, f"use {s.name}")
             case ast.Task():
                 self.task(depth, s)
+            case ast.Allow():
+                self.line(depth, f'allow({", ".join(s.codes)}, "{s.reason}")')
             case _:
                 unhandled(s)
 

@@ -70,7 +70,8 @@ class _Forms:
                     self.unit(item.name, item.unit, item.unit_span, item.expr, target=False)
                 case ast.Entry() | ast.Fragment():
                     self.block(item.block)
-                case ast.Const() | ast.Assert() | ast.ScalarDecl() | ast.ViewDecl() | ast.Include() | ast.Budget():
+                case ast.Const() | ast.Assert() | ast.ScalarDecl() | ast.ViewDecl() | ast.Include() | ast.Budget() \
+                        | ast.Allow():
                     pass
                 case _:
                     unhandled(item)
@@ -111,7 +112,7 @@ class _Forms:
                     self.task(stmt)
                 case ast.ScopeStmt() | ast.ForStmt() | ast.PhaseStmt() | ast.InterleaveStmt():
                     self.block(stmt.block)
-                case ast.ViewDecl() | ast.Let() | ast.Assert() | ast.TaskIds() | ast.Use():
+                case ast.ViewDecl() | ast.Let() | ast.Assert() | ast.TaskIds() | ast.Use() | ast.Allow():
                     pass
                 case _:
                     unhandled(stmt)

@@ -88,6 +88,8 @@ def declare_items(ctx: LowerContext) -> list[ast.Entry]:
         match item:
             case ast.Const() | ast.Include():
                 pass  # folded above / spliced by the loader
+            case ast.Allow():
+                pass  # diagnostics only (pgraph.frontend.allows)
             case ast.Assert():
                 decls.lower_assert(ctx, item, Env({}))
             case ast.TensorDecl():

@@ -46,6 +46,8 @@ def walk(ctx: LowerContext, block: ast.Block, where: Where) -> None:
                 use_fragment(ctx, stmt, where)
             case ast.Task():
                 lower_task(ctx, stmt, where)
+            case ast.Allow():
+                pass  # diagnostics only (pgraph.frontend.allows)
             case _:
                 unhandled(stmt)
 

@@ -54,6 +54,9 @@ class Plan:
     graph: InstanceGraph
     bag: DiagnosticBag
     _facts: dict[type[Fact], Fact] = attrs.field(factory=dict)
+    #: why the run is a what-if of the spec's budgets (an overrun is then a warning), or None:
+    #: the run is a gate (`pipeline.Options.what_if`, pgraph.plan.budgets)
+    what_if: str | None = None
     #: the id of the layer loop (`layer_loop_of`), or None (set from `program`)
     layer_loop: int | None = attrs.field(init=False)
     _rep: int | None = attrs.field(init=False)

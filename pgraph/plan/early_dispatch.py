@@ -288,7 +288,8 @@ class DummyEffectPass(Pass):
             plan.bag.add("PG104", f"dummy '{name}' has no deps and nothing waits on it: it only costs a dispatch hop",
                          d.span, severity=Severity.WARNING,
                          hint="an empty-deps dummy is submitted as a real, immediately ready task (pypto #1987); "
-                              "drop it unless it is a placeholder value of a TaskId slot")
+                              "drop it; when it is the placeholder value of a TaskId slot, say so with "
+                              "`allow(PG104, \"reason\")` on the line above it")
             return
         if evicted:
             plan.bag.add("PG104", f"dummy '{name}' fences nothing (no deps, ready on submit); its effect is the "

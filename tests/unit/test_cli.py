@@ -294,3 +294,25 @@ def test_plan_dot_into_a_picture_file_is_a_usage_error(tmp_path: Path, capsys: p
     assert not out.exists()
     assert main(["plan", str(ROOT / "specs" / "decode_layer.pgl"), "--dot", "-o", str(tmp_path / "g.dot")]) == 0
     assert (tmp_path / "g.dot").read_text(encoding="utf-8").startswith("digraph")
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "s.pgl"], ["plan", "s.pgl"], ["run", "s.pgl"], ["build", "s.pgl", "--target", "dot", "-o", "o"],
+    ["sim", "s.pgl"], ["export", "s.pgl", "--deps-json", "o.json"], ["diff", "a.pgl", "b.pgl"],
+    ["deps", "s.pgl", "t"], ["why", "s.pgl", "a", "b"], ["stats", "s.pgl"],
+])
+def test_every_command_that_reads_a_spec_takes_allow_and_notes(argv: list[str]) -> None:
+    """One notes policy and one waiver switch for every command (issue 24)."""
+    from pgraph.cli import build_parser
+
+    args = build_parser(argv[0]).parse_args([*argv, "-W", "PG104", "--allow", "unused-tensor", "--notes"])
+    assert args.allow == ["PG104", "unused-tensor"] and args.notes is True
+
+
+def test_parse_allow_reads_codes_and_slugs() -> None:
+    from pgraph.commands.diagnostic_options import parse_allow
+    from pgraph.pipeline import UsageError
+
+    assert parse_allow(["pg104", "unused-tensor", "PG104"]) == ("PG104", "PG118")
+    with pytest.raises(UsageError, match="did you mean 'PG104'"):
+        parse_allow(["PG1O4"])  # a letter O

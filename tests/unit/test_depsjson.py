@@ -215,9 +215,107 @@ def test_diff_text_shows_diagnostics_and_critical_path(capsys: pytest.CaptureFix
                             "--layers", "2"], capsys)
     assert code == 1
     assert "- task removed rope_qkv: 2 (1 per layer in 2 layer(s))" in out
-    # T1's rope_qkv is unflagged and blocks fa_fused's early dispatch (§2.4 last line): resolved at HEAD
-    assert "resolved: " in out and "'rope_qkv' is not flagged `early`" in out
+    # T1's rope_qkv is unflagged and blocks fa_fused's early dispatch (§2.4 last line): resolved at
+    # HEAD; a note, so counted (one notes policy), and listed with --notes
+    assert "'rope_qkv' is not flagged `early`" not in out
+    assert "note(s) not listed (" in out and "PG105 early-dispatch-blocked" in out
     assert "critical path: " in out
+    code, out, _ = run_cli(["diff", str(ROOT / "specs/variants/decode_layer_762.pgl"), str(HEAD_SPEC),
+                            "--layers", "2", "--notes"], capsys)
+    assert code == 1 and "resolved: " in out and "'rope_qkv' is not flagged `early`" in out
+    assert "note(s) not listed" not in out
+
+
+# ---- diff as the what-if loop: budgets, per-side overrides, sides with errors (issue 24) ------------
+
+
+def test_diff_of_one_wave_more_lists_the_change_and_the_budget_finding(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The edit of tests/unit/test_budgets.py (gate_proj's critical wave split at n = 3): `check`
+    fails it (PG121); `diff` is a what-if: exit 1 (different), the new wave per layer, and the
+    overrun as a new PG121 warning and in the budgets section (277 -> 282 against 280)."""
+    from tests.unit.test_budgets import k_splits_mlp, one_wave_more
+
+    spec = one_wave_more(tmp_path)
+    k = k_splits_mlp()
+    code, out, err = run_cli(["diff", str(HEAD_SPEC), str(spec)], capsys)
+    assert code == 1, err
+    assert f"  + task added gate_proj.critical2: {40 * k} ({k} per layer in 40 layer(s))" in out
+    assert "  ~ task changed gate_proj.critical: block_num 6 -> 3" in out
+    assert f"  submits_per_layer  277 -> {277 + k} (+{k}), budget 280  over on new" in out
+    assert (f"  new: {spec}:") in out and (f"warning[PG121]: submits_per_layer is {277 + k} tasks, over its budget "
+                                         "of 280") in out and "not enforced: `pgraph diff` is a what-if" in out
+    assert "constants: the same" in out and "errors:" not in out
+    code, doc = diff_json(str(HEAD_SPEC), str(spec), capsys)
+    row = next(r for r in doc["budgets"] if r["figure"] == "submits_per_layer")
+    assert (row["old"], row["new"], row["old_limit"], row["new_limit"], row["over"]) == (277, 277 + k, 280, 280, "new")
+    assert [d["code"] for d in doc["diagnostics"]["new"]] == ["PG121", "PG121"]
+    assert doc["diagnostics"]["errors"] == {"old": 0, "new": 0}
+
+
+def test_diff_with_a_per_side_define_names_the_constant(capsys: pytest.CaptureFixture[str]) -> None:
+    """By hand: GATE_UP_SPMD_N 6 -> 4 leaves 5 critical spmd tasks per tile set (block_num 6 -> 4)
+    and moves n = 4, 5 to the late wave: (17 - 4) x 5 = 65 late tasks instead of 55, +10 each for
+    gate and up: 285 tasks and 297 submits per layer; each late task one edge from its late dummy
+    (+20: 608); silu[4], silu[5] wait on 5 late tiles each instead of 5 critical tasks."""
+    code, out, err = run_cli(["diff", str(HEAD_SPEC), str(HEAD_SPEC), "--b-define", "GATE_UP_SPMD_N=4"], capsys)
+    assert code == 1, err
+    assert out.splitlines()[:2] == [f"--- {HEAD_SPEC}", f"+++ {HEAD_SPEC} -D GATE_UP_SPMD_N=4"]
+    assert "constants: 1 differ (old -> new):" in out
+    assert "  GATE_UP_SPMD_N  6 -> 4  (-D/--config/--layers on new)" in out
+    assert "  ~ task changed gate_proj.critical: block_num 6 -> 4: 200 (5 per layer in 40 layer(s))" in out
+    assert "  + task added gate_proj.late: 400 (10 per layer in 40 layer(s))" in out
+    assert "  L=0..39  265 -> 285 (+20)" in out
+    assert "  submits_per_layer  277 -> 297 (+20), budget 280  over on new" in out
+    assert "  edges_per_layer    588 -> 608 (+20), budget 600  over on new" in out
+    # the same what-if from the other side, and -D for both sides cancels out
+    code, out, _ = run_cli(["diff", str(HEAD_SPEC), str(HEAD_SPEC), "--a-define", "GATE_UP_SPMD_N=4"], capsys)
+    assert code == 1 and "  GATE_UP_SPMD_N  4 -> 6  (-D/--config/--layers on old)" in out
+    assert "  - task removed gate_proj.late: 400 (10 per layer in 40 layer(s))" in out
+    code, out, _ = run_cli(["diff", str(HEAD_SPEC), str(HEAD_SPEC), "-D", "GATE_UP_SPMD_N=4", "--layers", "2"], capsys)
+    assert code == 0 and "no difference in tasks or edges" in out and "constants: the same" in out
+    code, doc = diff_json(str(HEAD_SPEC), str(HEAD_SPEC), capsys, "--b-define", "GATE_UP_SPMD_N=4", "--layers", "2")
+    assert doc["constants"] == [{"name": "GATE_UP_SPMD_N", "old": 6, "new": 4, "override": "new"}]
+    assert doc["new"] == f"{HEAD_SPEC} -D GATE_UP_SPMD_N=4"
+
+
+def test_diff_derived_constants_follow_the_override(capsys: pytest.CaptureFixture[str]) -> None:
+    """N_OUT_DIRECT_BLOCKS 24 -> 20: OUT_DIRECT = min(20, 50) = 20 and OUT_DEFERRED = 50 - 20 = 30
+    (specs/qwen3_14b.pgl) differ too, listed after the overridden constant."""
+    code, out, _ = run_cli(["diff", str(HEAD_SPEC), str(HEAD_SPEC), "--b-define", "N_OUT_DIRECT_BLOCKS=20",
+                            "--layers", "2"], capsys)
+    assert code == 1
+    lines = out[out.index("constants:"):].splitlines()[:4]
+    assert lines[0] == "constants: 3 differ (old -> new):"
+    assert [ln.split()[:4] for ln in lines[1:]] == [["N_OUT_DIRECT_BLOCKS", "24", "->", "20"],
+                                                    ["OUT_DEFERRED", "26", "->", "30"], ["OUT_DIRECT", "24", "->", "20"]]
+
+
+def test_diff_of_a_side_with_errors_exits_3_and_still_compares(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """silu without its dep on post_rms_reduce: silu reads inv_rms_tile, which post_rms_reduce
+    writes, in the manual scope (no TensorMap): a race (PG100). The planner ran to its end, so the
+    diff shows the removed edge (17 per layer: one per silu task, MLP_ON = 17) and the new error."""
+    dep = "parallel silu[n in 0..MLP_ON] deps(post_rms_reduce, gate_proj[n, *], up_proj[n, *])"
+    spec = mutated_specs(tmp_path, dep, dep.replace("post_rms_reduce, ", ""))
+    code, out, err = run_cli(["diff", str(HEAD_SPEC), str(spec), "--layers", "2"], capsys)
+    assert code == 3, err
+    assert "  - edge removed post_rms_reduce -> silu (explicit): 34 (17 per layer in 2 layer(s))" in out
+    assert "diagnostics: 1 new, 0 resolved; errors: new 1" in out
+    assert "error[PG100]: race: 'silu[n=0]@L=0' reads inv_rms_tile" in out
+    # a side that does not plan at all: its diagnostics, nothing to compare, still 3
+    broken = tmp_path / "specs" / "broken.pgl"
+    broken.write_text('include "qwen3_14b.pgl"\nentry e { at x deps( }\n')
+    code, out, err = run_cli(["diff", str(HEAD_SPEC), str(broken)], capsys)
+    assert code == 3 and out == ""
+    assert "error[PG001 syntax-error]" in err and f"pgraph: diff: {broken} did not plan" in err
+
+
+def test_a_side_define_of_a_deps_json_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capture = tmp_path / "x.json"
+    capture.write_text('{"tasks": [], "tensors": [], "edges": []}')
+    code, _, err = run_cli(["diff", str(capture), str(HEAD_SPEC), "--a-define", "NUM_LAYERS=2"], capsys)
+    assert code == 2 and f"--a-define overrides a constant of a .pgl side; {capture} is a deps.json" in err
 
 
 # ---- import: the format's quirks and malformed input ----------------------------------------------

@@ -160,3 +160,32 @@ def test_the_formatted_head_spec_plans_to_the_same_figures(tmp_path: Path, capsy
     assert main(["stats", files[0]]) == 0
     after = capsys.readouterr().out.split("\n", 1)[1]
     assert after == before
+
+
+def test_fmt_keeps_an_allow_on_the_line_above_its_declaration() -> None:
+    """An allow is a statement of its own line; at the top level it stays glued to the item below
+    it (no blank line between them, where a multi-line item gets one above it)."""
+    text = ('const A = 1\n'
+            'allow(PG118, PG016,   "kept for the next version")\n'
+            'kernel k aiv (x : out f32[16, 64], y : out f32[16, 64], z : out f32[16, 64], w : out f32[16, 64], '
+            'v : out f32[16, 64])\n'
+            'entry e {\n'
+            '  allow(PG104, "a placeholder")   # the TaskId slot\n'
+            '  dummy d\n'
+            '}\n')
+    out = check_round_trip(text)
+    assert out == ('const A = 1\n'
+                   '\n'
+                   'allow(PG118, PG016, "kept for the next version")\n'
+                   'kernel k aiv (\n'
+                   '  x : out f32[16, 64],\n'
+                   '  y : out f32[16, 64],\n'
+                   '  z : out f32[16, 64],\n'
+                   '  w : out f32[16, 64],\n'
+                   '  v : out f32[16, 64],\n'
+                   ')\n'
+                   '\n'
+                   'entry e {\n'
+                   '  allow(PG104, "a placeholder")   # the TaskId slot\n'
+                   '  dummy d\n'
+                   '}\n')

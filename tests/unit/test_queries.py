@@ -66,11 +66,11 @@ def test_deps_of_out_proj_direct_by_hand(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["deps", SPEC, "out_proj.direct"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("out_proj.direct@L=0: spmd, 24 block(s), scope #4, declared at ")
-    assert out[0].endswith("decode_layer.pgl:191:7")
+    assert out[0].endswith("decode_layer.pgl:192:7")
     assert out[1] == "  producers (1):"
     # wave direct: `spmd deps(fa_fused)` on line 191; it reads attn_out2d[:, k*OUT_TK +: OUT_TK] for
     # k = t % 5 over t in 26..50: every k, so the whole 5120 columns, of what fa_fused writes
-    assert out[2].split()[:3] == ["fa_fused@L=0", "explicit", "dep"] and "decode_layer.pgl:191:60;" in out[2]
+    assert out[2].split()[:3] == ["fa_fused@L=0", "explicit", "dep"] and "decode_layer.pgl:192:60;" in out[2]
     assert out[3] == "  consumers (4):"
     # residual_rms_cast[c] deps out_proj[c*10 +: 10]: c=2 (t 20..30), 3, 4 meet t >= 26; the direct
     # tiles write attn_proj[:, n*512 +: 512] for n = t / 5 in 5..9: columns 2560..5120, and
@@ -81,7 +81,7 @@ def test_deps_of_out_proj_direct_by_hand(capsys: pytest.CaptureFixture[str]) -> 
               "post_rms_reduce@L=0": "attn_proj[0:16, 2560:5120] (atomic -> read)"}
     got = {line.split()[0]: line.split("; ", 1)[1] for line in out[4:8]}
     assert got == expect
-    assert "decode_layer.pgl:200:65;" in out[4] and "decode_layer.pgl:208:29;" in out[7]
+    assert "decode_layer.pgl:201:65;" in out[4] and "decode_layer.pgl:209:29;" in out[7]
 
 
 def test_a_tile_name_selects_the_task_of_its_wave(capsys: pytest.CaptureFixture[str]) -> None:

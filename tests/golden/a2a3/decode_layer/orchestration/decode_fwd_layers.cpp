@@ -100,7 +100,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         // TaskIds of x_gamma0: one slot per tile
         PTO2TaskId x_gamma0_tids[1] = {PTO2TaskId::invalid()};
 
-        // manual scope (decode_layer.pgl:41): depth 2, ring 2
+        // manual scope (decode_layer.pgl:42): depth 2, ring 2
         PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
             // ---- phase setup ----
 
@@ -167,7 +167,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 PTO2TaskId down_proj_tids[85];
                 for (int64_t i = 0; i < 85; ++i) down_proj_tids[i] = PTO2TaskId::invalid();
 
-                // Allocations: 8 buffer(s) on ring 2 (declared in the manual scope at line 300)
+                // Allocations: 8 buffer(s) on ring 2 (declared in the manual scope at line 301)
                 uint32_t down_acc_ci_shapes[2] = {16, 5120};
                 TensorCreateInfo down_acc_ci(down_acc_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t gate_acc_ci_shapes[2] = {16, 17408};
@@ -194,7 +194,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 const ChipTensor& inv_rms_tile = alloc_2.get_ref(6);
                 const ChipTensor& mlp_tile = alloc_2.get_ref(7);
 
-                // manual scope (decode_layer.pgl:300): depth 3, ring 3
+                // manual scope (decode_layer.pgl:301): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 

@@ -100,7 +100,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         // TaskIds of x_gamma0: one slot per tile
         PTO2TaskId x_gamma0_tids[1] = {PTO2TaskId::invalid()};
 
-        // manual scope (decode_layer.pgl:41): depth 2, ring 2
+        // manual scope (decode_layer.pgl:42): depth 2, ring 2
         PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
             // ---- phase setup ----
 
