@@ -28,6 +28,7 @@ from pgraph.pipeline import STAGES, Options, UsageError, keep_results, parse_def
 
 if TYPE_CHECKING:
     from pgraph.backends.target import Target
+    from pgraph.commands import context
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -236,7 +237,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     """`pgraph check`: diagnostics only, or a stage's dump with `--emit`."""
     if args.emit:
         return cmd_emit(args)
-    _plan, bag = plan_program(args.spec, _options(args))
+    opts = _options(args)
+    plan, bag = plan_program(args.spec, opts)
+    if plan is None and bag.has_errors:  # an include-only file is checked in its includers' context
+        from pgraph.commands import context
+
+        in_context = context.check_include_only(args.spec, opts)
+        if in_context is not None:
+            return _report_in_context(args, in_context)
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
@@ -244,6 +252,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not bag.has_errors:
             print(f"{args.spec}: ok")
     return EXIT_ERRORS if bag.has_errors else EXIT_OK
+
+
+def _report_in_context(args: argparse.Namespace, result: context.ContextCheck) -> int:
+    """`pgraph check` of an include-only file: its diagnostics in the context of its includers
+    (pgraph.commands.context); the contexts are named on stderr before the diagnostics."""
+    shown = DiagnosticBag()
+    shown.items = list(result.diagnostics)
+    if args.format == "json":
+        print(render_json(shown.sorted()))
+        return EXIT_ERRORS if result.has_errors else EXIT_OK
+    more = f" and {result.skipped} more" if result.skipped else ""
+    print(f"{args.spec}: no entry here or in its includes: checked in the context of the "
+          f"{len(result.contexts) + result.skipped} file(s) of the project that include it "
+          f"({', '.join(result.contexts)}{more})", file=sys.stderr)
+    _emit_diagnostics(shown, notes=args.notes)
+    for name, n in result.outside.items():
+        stop = (f" stopped its check before planning, so {args.spec} was not fully checked in it"
+                if name in result.incomplete else "")
+        print(f"{name}: {n} error(s) outside {args.spec}{stop} (`pgraph check {name}` shows them)", file=sys.stderr)
+    if not result.has_errors:
+        print(f"{args.spec}: ok (in the context of {', '.join(result.contexts)}{more})")
+    return EXIT_ERRORS if result.has_errors else EXIT_OK
 
 
 def cmd_emit(args: argparse.Namespace) -> int:

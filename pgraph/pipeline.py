@@ -25,7 +25,7 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
 from pgraph.frontend import findings as frontend_findings
-from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, read_spec
+from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, spec_source
 from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
 from pgraph.ir.instances import InstanceGraph
@@ -197,6 +197,9 @@ class Options:
     full: bool = False
     verify: bool = attrs.field(factory=lambda: os.environ.get("PGRAPH_VERIFY", "") not in ("", "0"))
     allow_include_outside: bool = False
+    #: Unsaved editor buffers, read instead of the files on disk: (resolved path, text) pairs
+    #: (`pgraph lsp`; pgraph.frontend.loader.spec_source).
+    sources: tuple[tuple[Path, str], ...] = ()
 
 
 @records.value
@@ -212,11 +215,12 @@ class Stopped:
 
 def load(path: str | Path, opts: Options, bag: DiagnosticBag) -> tuple[Loaded | None, list[Override]]:
     """Read and parse the spec and its includes, and the overrides of `opts` (UsageError for a bad file)."""
-    root = read_spec(path)
+    sources = dict(opts.sources)
+    root = spec_source(path, sources)
     project = project_root(path)
     overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag, project,
                                   opts.allow_include_outside)
-    loaded = load_program_files(root, bag, project, opts.allow_include_outside)
+    loaded = load_program_files(root, bag, project, opts.allow_include_outside, sources)
     if loaded is None or bag.has_errors:
         return None, overrides
     bag.note_hooks.append(loaded.chain_notes)  # every later diagnostic in an included file names the chain
