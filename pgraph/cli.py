@@ -211,6 +211,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("fmt"):
         fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
         fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
+                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
+    if want("lsp"):
+        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant in every check (repeatable)")
+        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
+        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
+        _allow_outside(lsp)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     if want("explain"):
         explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
@@ -473,10 +482,19 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return run(args, _emit_diagnostics, write)
 
 
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """`pgraph lsp`: the language server (pgraph.commands.lsp) until the editor closes it."""
+    from pgraph.commands.lsp import serve
+    from pgraph.pipeline import keep_results
+
+    keep_results(False)  # one process, many runs: what a run built must be collectable
+    return serve(_options(args))
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
     "export": cmd_export, "import": cmd_import, "diff": cmd_diff,
-    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt, "lsp": cmd_lsp,
 }
 
 

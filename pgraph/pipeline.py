@@ -271,13 +271,14 @@ def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) 
 _RESULTS_KEPT = False
 
 
-def keep_results() -> None:
+def keep_results(keep: bool = True) -> None:
     """Declare that this process keeps what each pipeline run builds until it exits (the command
     line: one run, its outputs, `os._exit`). The cyclic collector then leaves those objects out
     of its scans for good (`gc.freeze`) instead of walking all of them once when it is enabled
-    again: ~7 s after a --full plan of the 351,050-task prefill, for no garbage found."""
+    again: ~7 s after a --full plan of the 351,050-task prefill, for no garbage found. A process
+    that runs the pipeline again and again (`pgraph lsp`) says `keep=False`."""
     global _RESULTS_KEPT
-    _RESULTS_KEPT = True
+    _RESULTS_KEPT = keep
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
 from pgraph.frontend import ast
 from pgraph.frontend.includers import find_includers
 from pgraph.frontend.loader import Loaded, display_name, project_root, real_path
-from pgraph.pipeline import Options, run_until
+from pgraph.pipeline import Options, Stopped, run_until
 
 __all__ = ["ContextCheck", "check_in_context", "check_include_only", "include_only"]
 
@@ -47,6 +47,8 @@ class ContextCheck:
     outside: dict[str, int] = attrs.Factory(dict)
     incomplete: list[str] = attrs.Factory(list)
     skipped: int = 0
+    #: the run of the first context that lowered (the Program and Plan an editor's hover reads)
+    stopped: Stopped | None = None
 
     @property
     def has_errors(self) -> bool:
@@ -91,6 +93,8 @@ def check_in_context(path: str | Path, opts: Options, loaded: Loaded) -> Context
     for includer, name in zip(includers, result.contexts):
         bag = DiagnosticBag()
         stopped = run_until(includer, opts, bag, "plan")
+        if result.stopped is None and stopped.program is not None:
+            result.stopped = stopped
         mine = [d for d in bag.sorted() if _in(d, files)]
         for d in mine:
             assert d.span is not None
