@@ -223,3 +223,12 @@ def test_the_server_imports_what_check_imports_and_the_protocol_only() -> None:
     ours = sorted(m for m in extra if m.startswith("pgraph"))
     assert set(ours) <= {"pgraph.commands", "pgraph.commands.lsp", "pgraph.commands.editor", "pgraph.commands.context",
                          "pgraph.frontend.includers"}, ours
+
+
+def test_lsp_without_pygls_is_a_usage_error_that_says_how_to_install_it(tmp_path: Path) -> None:
+    driver = ("import sys\nsys.modules['pygls'] = None\nsys.modules['lsprotocol'] = None\n"
+              "from pgraph.cli import main\nraise SystemExit(main(['lsp']))\n")
+    proc = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True, env=ENV,
+                          timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pgraph: error: `pgraph lsp` needs pygls (pip install 'pgraph[lsp]')")
