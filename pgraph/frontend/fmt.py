@@ -46,6 +46,8 @@ from pgraph.kinds import InternalError
 __all__ = ["Comment", "comments", "format_module", "tokens"]
 
 INDENT = "  "
+#: Layouts of a text at most, each of the last one's output, before fmt settles (one or two in practice).
+MAX_ROUNDS = 10
 
 #: The tokens of the layout, in the order tried: strings, comments, multi-character operators,
 #: words (names, numbers, keywords, unit suffixes), any other character.
@@ -304,7 +306,7 @@ def _runs(lines: list[_Line | None]) -> list[list[tuple[int, int]]]:
             scope = ("cont", head_line)
         here: dict[tuple[object, str, int], list[tuple[int, int]]] = {}
         for j, t in enumerate(ln.toks):
-            if j == 0:
+            if j == 0 or (t.gap == 0 and t.kind != "#"):  # a token written tight never aligns
                 continue
             if t.kind == "#":
                 comment_runs.setdefault(t.src, []).append((i, j))
@@ -349,9 +351,10 @@ def _groups(lines: list[_Line | None]) -> list[list[int]]:
 
 
 def _cell(ln: _Line, j: int) -> tuple[str, int]:
-    """Token j of `ln` as a cell: its kind and how many tokens of that kind come before it."""
-    kind = ln.toks[j].kind
-    return kind, sum(t.kind == kind for t in ln.toks[1:j])
+    """Token j of `ln` as a cell of its line: its text and how many tokens of that text come
+    before it (the first `:` of a `tensor` line, its `external`, the first `=` of a `const`)."""
+    text = ln.toks[j].text
+    return text, sum(t.text == text for t in ln.toks[1:j])
 
 
 def _grouped(lines: list[_Line | None], runs: list[list[tuple[int, int]]]) -> list[list[tuple[int, int]]]:
@@ -387,9 +390,12 @@ def _grouped(lines: list[_Line | None], runs: list[list[tuple[int, int]]]) -> li
                 if other is None:
                     out[here].append((i, j))
                     owner[(i, j)] = here
-                    lines[i].toks[j].joined = True  # type: ignore[union-attr]
+                    # a token already in the run's column was aligned by the author (or by fmt)
+                    lines[i].toks[j].joined = ln.toks[j].src != lines[i0].toks[j0].src  # type: ignore[union-attr]
                 elif root(other) != here:
                     there = root(other)
+                    if {m[0] for m in out[here]} & {m[0] for m in out[there]}:
+                        continue  # two tokens of one line cannot share a column
                     out[here].extend(out[there])
                     for m in out[there]:
                         owner[m] = here
@@ -457,8 +463,8 @@ def _render(lines: list[_Line | None]) -> Iterator[str]:
             blank = bool(out)
             continue
         text = ""
-        for t in ln.toks:
-            text = text.ljust(t.col) + t.text
+        for t in ln.toks:  # (a column left of the text so far would merge tokens: never)
+            text = text.ljust(max(t.col, len(text) + t.gap if text else t.col)) + t.text
         if blank and not out[-1].endswith("{") and ln.toks[0].text != "}":
             out.append("")
         blank = False
@@ -466,13 +472,35 @@ def _render(lines: list[_Line | None]) -> Iterator[str]:
     yield from out
 
 
+def _starts_after(before: str, after: str, starts: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The line starts of statements in `after`, a layout of `before` (whose statement starts are
+    `starts`): a layout keeps every non-blank line and moves tokens within it, so a line that
+    began with a statement still does, at its first token."""
+    old_rows, new_rows = before.split("\n"), after.split("\n")
+    old = [n for n, row in enumerate(old_rows, 1) if row.strip()]
+    new = [n for n, row in enumerate(new_rows, 1) if row.strip()]
+    out = set()
+    for o, n in zip(old, new):
+        row = old_rows[o - 1]
+        if (o, len(row) - len(row.lstrip()) + 1) in starts:
+            out.add((n, len(new_rows[n - 1]) - len(new_rows[n - 1].lstrip()) + 1))
+    return out
+
+
 def format_module(module: ast.Module, source: str) -> str:
     """The canonical layout of `source` (which parses to `module`); see the module docstring."""
-    lines = _lines(source, _starts(module))
-    _indent(lines)
-    _layout(lines)
-    out = list(_render(lines))
-    text = "\n".join(out) + "\n" if out else ""
+    starts = _starts(module)
+    text = source
+    for _ in range(MAX_ROUNDS):  # a new alignment can line up tokens by chance: lay out again until stable
+        lines = _lines(text, starts)
+        _indent(lines)
+        _layout(lines)
+        out = list(_render(lines))
+        again = "\n".join(out) + "\n" if out else ""
+        if again == text:
+            break
+        starts = _starts_after(text, again, starts)
+        text = again
     if [t for ln in text.split("\n") for _, t in tokens(ln)] != [t for ln in source.split("\n") for _, t in tokens(ln)]:
         raise InternalError("pgraph fmt changed more than whitespace (a bug in pgraph.frontend.fmt)")
     return text

@@ -97,7 +97,7 @@ def test_fmt_aligns_runs_the_way_gofmt_does() -> None:
         "tensor a  : f32[4]  external   # a\n"
         "tensor bb : f32[4]  external   # b\n"
         "tensor longer_name : f32[4] external # c\n"      # added: sticks out, unaligned
-        "tensor h  : f32[40] external\n"                 # renamed from a longer name
+        "tensor h : f32[40] external\n"                  # renamed from a longer name
         "const X = 1\n"                                  # another kind: not in the run
         "\n"
         "tensor p : f32[4]   external\n"                 # after a blank line; `external` at two columns
