@@ -21,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
 from pgraph.frontend import ast
 from pgraph.frontend.includers import find_includers
@@ -33,7 +34,8 @@ __all__ = ["ContextCheck", "check_in_context", "check_include_only", "include_on
 MAX_CONTEXTS = 16
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class ContextCheck:
     """The check of an include-only file in the context of its includers.
 

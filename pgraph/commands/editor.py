@@ -26,6 +26,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded, display_name, real_path
@@ -35,7 +36,8 @@ from pgraph.source import Span
 __all__ = ["Analysis", "EditorDiagnostic", "Related", "Symbol", "analyze", "definition", "hover"]
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Related:
     """A place another part of a diagnostic points at (a note with a span): file, 1-based range, text."""
 
@@ -47,22 +49,25 @@ class Related:
     message: str
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class EditorDiagnostic:
-    """A diagnostic placed in the analysed file: 1-based range (end exclusive), severity, code,
-    the message with the spanless notes and the hint appended, and the related places."""
+    """A diagnostic placed in the analysed file: 1-based range (end exclusive), severity, code
+    (None for the server's own word: a context that could not check the file), the message with
+    the spanless notes and the hint appended, and the related places."""
 
     line: int
     col: int
     end_line: int
     end_col: int
     severity: Severity
-    code: str
+    code: str | None
     message: str
     related: list[Related] = attrs.Factory(list)
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Symbol:
     """A declaration: its name, kind, the span of the name, the whole declaration, and for a
     local name (a let, an axis, a carry) the span it is visible in."""
@@ -74,7 +79,8 @@ class Symbol:
     visible: Span | None = None
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class Analysis:
     """One analysis of an open file (see the module docstring). `context` names the includer
     whose Program and Plan the hover reads, for an include-only file."""
@@ -275,7 +281,7 @@ def analyze(path: str | Path, opts: Options) -> Analysis:
             diags = place(result.diagnostics, real, result.stopped.loaded if result.stopped else stopped.loaded)
             for name in result.incomplete:
                 diags.append(EditorDiagnostic(
-                    1, 1, 1, 2, Severity.WARNING, "PG002",
+                    1, 1, 1, 2, Severity.WARNING, None,
                     f"not fully checked in the context of {name}: errors outside this file stopped that check "
                     "before planning (open that file to see them)"))
             ctx_stopped = result.stopped or stopped

@@ -91,7 +91,8 @@ def tokens(line: str) -> list[tuple[int, str]]:
             for m in _TOKEN.finditer(line)]
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class _Tok:
     """One token of a line being laid out: its text, source column, kind of alignment and gap."""
 
@@ -111,7 +112,8 @@ class _Tok:
         return "w" if self.text[0].isalnum() or self.text[0] in '_"' else self.text
 
 
-@attrs.define
+@records.shared_repr
+@attrs.define(repr=False)
 class _Line:
     """One source line: its tokens (the first carries the indentation), and how it is indented."""
 

@@ -153,6 +153,11 @@ def test_definition_of_a_kernel_a_constant_a_task_and_an_include(client: LspClie
     tline, tchar = where(text, "at q_seed early")
     assert target("deps(prev, q_seed)", offset=len("deps(prev, ") + 1) == [("decode_layer.pgl", tline, tchar + 3)]
     assert target('include "decode_common.pgl"', offset=3) == [("decode_common.pgl", 0, 0)]
+    fline, fchar = where(text, "fragment entry_setup")
+    assert target("use entry_setup", offset=len("use ") + 1) == [("decode_layer.pgl", fline, fchar + len("fragment "))]
+    vline, vchar = where(text, "tensor q_acc")
+    assert target("atomic_add q_acc", offset=len("atomic_add ") + 1) == [("decode_layer.pgl", vline,
+                                                                            vchar + len("tensor "))]
 
 
 def test_bad_input_never_stops_the_server(client: LspClient, specs: Path, tmp_path: Path) -> None:
