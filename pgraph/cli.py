@@ -30,6 +30,7 @@ from pgraph.pipeline import STAGES, Options, UsageError, keep_results, parse_def
 
 if TYPE_CHECKING:
     from pgraph.backends.target import Target
+    from pgraph.commands import context
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -216,6 +217,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("fmt"):
         fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
         fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
+                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
+    if want("lsp"):
+        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant in every check (repeatable)")
+        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
+        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
+        _allow_outside(lsp)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
     if want("explain"):
         explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
@@ -253,7 +263,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     """`pgraph check`: diagnostics only, or a stage's dump with `--emit`."""
     if args.emit:
         return cmd_emit(args)
-    _plan, bag = plan_program(args.spec, _options(args))
+    opts = _options(args)
+    plan, bag = plan_program(args.spec, opts)
+    if plan is None and bag.has_errors:  # an include-only file is checked in its includers' context
+        from pgraph.commands import context
+
+        in_context = context.check_include_only(args.spec, opts)
+        if in_context is not None:
+            return _report_in_context(args, in_context)
     if args.format == "json":
         print(render_json(bag.sorted()))
     else:
@@ -261,6 +278,28 @@ def cmd_check(args: argparse.Namespace) -> int:
         if not bag.has_errors:
             print(f"{args.spec}: ok")
     return EXIT_ERRORS if bag.has_errors else EXIT_OK
+
+
+def _report_in_context(args: argparse.Namespace, result: context.ContextCheck) -> int:
+    """`pgraph check` of an include-only file: its diagnostics in the context of its includers
+    (pgraph.commands.context); the contexts are named on stderr before the diagnostics."""
+    shown = DiagnosticBag()
+    shown.items = list(result.diagnostics)
+    if args.format == "json":
+        print(render_json(shown.sorted()))
+        return EXIT_ERRORS if result.has_errors else EXIT_OK
+    more = f" and {result.skipped} more" if result.skipped else ""
+    print(f"{args.spec}: no entry here or in its includes: checked in the context of the "
+          f"{len(result.contexts) + result.skipped} file(s) of the project that include it "
+          f"({', '.join(result.contexts)}{more})", file=sys.stderr)
+    _emit_diagnostics(shown, notes=args.notes)
+    for name, n in result.outside.items():
+        stop = (f" stopped its check before planning, so {args.spec} was not fully checked in it"
+                if name in result.incomplete else "")
+        print(f"{name}: {n} error(s) outside {args.spec}{stop} (`pgraph check {name}` shows them)", file=sys.stderr)
+    if not result.has_errors:
+        print(f"{args.spec}: ok (in the context of {', '.join(result.contexts)}{more})")
+    return EXIT_ERRORS if result.has_errors else EXIT_OK
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -466,10 +505,19 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return run(args, _emit_diagnostics, write)
 
 
+def cmd_lsp(args: argparse.Namespace) -> int:
+    """`pgraph lsp`: the language server (pgraph.commands.lsp) until the editor closes it."""
+    from pgraph.commands.lsp import serve
+    from pgraph.pipeline import keep_results
+
+    keep_results(False)  # one process, many runs: what a run built must be collectable
+    return serve(_options(args))
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
     "export": cmd_export, "import": cmd_import, "diff": cmd_diff,
-    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt, "lsp": cmd_lsp,
 }
 
 

@@ -26,7 +26,7 @@ from pgraph.expand.expander import Expander
 from pgraph.expand.window import make_window
 from pgraph.frontend import findings as frontend_findings
 from pgraph.frontend.allows import check_allows, inline_waivers
-from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, read_spec
+from pgraph.frontend.loader import Loaded, UsageError, load_program_files, project_root, spec_source
 from pgraph.frontend.overrides import Override, collect_overrides, parse_define
 from pgraph.ir import verify
 from pgraph.ir.instances import InstanceGraph
@@ -204,6 +204,9 @@ class Options:
     allow_include_outside: bool = False
     allow: tuple[str, ...] = ()
     what_if: str | None = None
+    #: Unsaved editor buffers, read instead of the files on disk: (resolved path, text) pairs
+    #: (`pgraph lsp`; pgraph.frontend.loader.spec_source).
+    sources: tuple[tuple[Path, str], ...] = ()
 
 
 @records.value
@@ -219,11 +222,12 @@ class Stopped:
 
 def load(path: str | Path, opts: Options, bag: DiagnosticBag) -> tuple[Loaded | None, list[Override]]:
     """Read and parse the spec and its includes, and the overrides of `opts` (UsageError for a bad file)."""
-    root = read_spec(path)
+    sources = dict(opts.sources)
+    root = spec_source(path, sources)
     project = project_root(path)
     overrides = collect_overrides(Path(path), opts.config, opts.defines, opts.layers, bag, project,
                                   opts.allow_include_outside)
-    loaded = load_program_files(root, bag, project, opts.allow_include_outside)
+    loaded = load_program_files(root, bag, project, opts.allow_include_outside, sources)
     if loaded is not None and not bag.has_errors:
         check_allows(loaded.items, bag)  # PG041
     if loaded is None or bag.has_errors:
@@ -291,13 +295,14 @@ def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) 
 _RESULTS_KEPT = False
 
 
-def keep_results() -> None:
+def keep_results(keep: bool = True) -> None:
     """Declare that this process keeps what each pipeline run builds until it exits (the command
     line: one run, its outputs, `os._exit`). The cyclic collector then leaves those objects out
     of its scans for good (`gc.freeze`) instead of walking all of them once when it is enabled
-    again: ~7 s after a --full plan of the 351,050-task prefill, for no garbage found."""
+    again: ~7 s after a --full plan of the 351,050-task prefill, for no garbage found. A process
+    that runs the pipeline again and again (`pgraph lsp`) says `keep=False`."""
     global _RESULTS_KEPT
-    _RESULTS_KEPT = True
+    _RESULTS_KEPT = keep
 
 
 @contextlib.contextmanager

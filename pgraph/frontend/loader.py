@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
@@ -147,11 +148,28 @@ def outside_note(root: Path) -> str:
             ".git, pyproject.toml or pgraph.toml; else the spec's folder)")
 
 
+def normalize_text(text: str) -> str:
+    """Source text as the reader keeps it: no byte-order mark, every line end '\n'."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def spec_source(path: str | Path, sources: Mapping[Path, str] | None = None) -> SourceFile:
+    """The spec named on the command line: its unsaved text from `sources` (an editor's buffers,
+    keyed by resolved path: `pgraph lsp`) when it is there, else `read_spec`."""
+    if sources:
+        text = sources.get(real_path(Path(path)))
+        if text is not None:
+            return SourceFile(display_name(Path(path)), normalize_text(text), Path(path))
+    return read_spec(path)
+
+
 class _Loader:
-    def __init__(self, bag: DiagnosticBag, root: Path, allow_outside: bool) -> None:
+    def __init__(self, bag: DiagnosticBag, root: Path, allow_outside: bool,
+                 sources: Mapping[Path, str] | None = None) -> None:
         self.bag = bag
         self.root = root
         self.allow_outside = allow_outside
+        self.sources = sources or {}
         self.items: list[ast.Item] = []
         self.chain: dict[str, tuple[Span, ...]] = {}
 
@@ -206,7 +224,9 @@ class _Loader:
             return
         try:
             display = display_name(target) if not Path(item.path).is_absolute() else item.path
-            child = read_source(target, display)
+            unsaved = self.sources.get(target)
+            child = read_source(target, display) if unsaved is None else SourceFile(display, normalize_text(unsaved),
+                                                                                    target)
         except (OSError, UnicodeDecodeError) as err:
             reason = "not UTF-8 text" if isinstance(err, UnicodeDecodeError) else err.strerror or err
             self.bag.add(
@@ -234,15 +254,16 @@ def _read_hint(err: Exception, base: Path) -> str:
 
 
 def load_program_files(root: SourceFile, bag: DiagnosticBag, project: Path | None = None,
-                       allow_outside: bool = False) -> Loaded | None:
+                       allow_outside: bool = False, sources: Mapping[Path, str] | None = None) -> Loaded | None:
     """Parse `root` and its includes; None when a syntax error stops parsing.
 
     An include that resolves (symlinks followed) outside `project` (default: the project root
-    of `root`, `project_root`) is PG005 and is not read, unless `allow_outside`.
+    of `root`, `project_root`) is PG005 and is not read, unless `allow_outside`. An included
+    file whose resolved path is a key of `sources` is read from there (an editor's unsaved text).
     """
     if project is None:
         project = project_root(root.path) if root.path is not None else real_path(Path.cwd())
-    loader = _Loader(bag, project, allow_outside)
+    loader = _Loader(bag, project, allow_outside, sources)
     # The first stack entry is the root itself (its span is a placeholder, never reported).
     root_path = real_path(root.path) if root.path is not None else Path(root.display)
     stack: tuple[tuple[Path, Span], ...] = ((root_path, Span(root, 1, 1, 1, 1)),)

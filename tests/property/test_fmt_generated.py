@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from pgraph.frontend.fmt import tokens
+from tests.conftest import ROOT
 from tests.differential.programs import DataChooser, generate, render
 from tests.support import sampling
 from tests.unit.test_fmt import check_round_trip
@@ -52,3 +54,30 @@ def check_fmt(data: st.DataObject) -> None:
                            else ""))
     source = "\n".join(out)
     assert check_round_trip(source) is not None, f"({sampling.ENV}={sampling.run_key()})\n{source}"
+
+
+SPEC_FILES = sorted({*ROOT.joinpath("specs").rglob("*.pgl"), *ROOT.joinpath("tests", "examples").glob("*.pgl")})
+
+
+@settings(max_examples=int(os.environ.get("PGRAPH_FMT_EXAMPLES", "40")), derandomize=True, database=None,
+          deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_fmt_of_the_specs_with_their_whitespace_scrambled(data: st.DataObject) -> None:
+    """Random indentation, and random runs of spaces wherever the spec had a space (which line
+    tokens up by chance and makes runs fmt must settle): the same tree, a fixed point."""
+    path = data.draw(st.sampled_from(SPEC_FILES), label="spec")
+    out = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        toks = tokens(line)
+        if not toks:
+            out.append(line)
+            continue
+        text, end = " " * data.draw(st.integers(0, 8)), None
+        for col, tok in toks:
+            if end is not None and col > end:
+                text += " " * data.draw(st.sampled_from([1, 1, 2, 5]))
+            text += tok
+            end = col + len(tok)
+        out.append(text)
+    source = "\n".join(out)
+    assert check_round_trip(source) is not None, source
