@@ -234,28 +234,20 @@ def test_the_formatted_head_spec_plans_to_the_same_figures(tmp_path: Path, capsy
 
 
 def test_fmt_keeps_an_allow_on_the_line_above_its_declaration() -> None:
-    """An allow is a statement of its own line; at the top level it stays glued to the item below
-    it (no blank line between them, where a multi-line item gets one above it)."""
+    """An allow is a statement of its own line and stays on the line above its item: fmt changes
+    whitespace only (the run of spaces inside the allow closes up, the indent is two spaces per
+    open brace, line breaks and the trailing comment are kept)."""
     text = ('const A = 1\n'
             'allow(PG118, PG016,   "kept for the next version")\n'
-            'kernel k aiv (x : out f32[16, 64], y : out f32[16, 64], z : out f32[16, 64], w : out f32[16, 64], '
-            'v : out f32[16, 64])\n'
+            'kernel k aiv (x : out f32[16, 64], y : out f32[16, 64])\n'
             'entry e {\n'
             '  allow(PG104, "a placeholder")   # the TaskId slot\n'
-            '  dummy d\n'
+            '      dummy d\n'
             '}\n')
     out = check_round_trip(text)
     assert out == ('const A = 1\n'
-                   '\n'
                    'allow(PG118, PG016, "kept for the next version")\n'
-                   'kernel k aiv (\n'
-                   '  x : out f32[16, 64],\n'
-                   '  y : out f32[16, 64],\n'
-                   '  z : out f32[16, 64],\n'
-                   '  w : out f32[16, 64],\n'
-                   '  v : out f32[16, 64],\n'
-                   ')\n'
-                   '\n'
+                   'kernel k aiv (x : out f32[16, 64], y : out f32[16, 64])\n'
                    'entry e {\n'
                    '  allow(PG104, "a placeholder")   # the TaskId slot\n'
                    '  dummy d\n'
