@@ -34,6 +34,12 @@ HEAD_DISPATCHES = [
     "copy_out",                                                              # entry, after the loop
 ]
 TINY_DISPATCHES = ["load", "gate", "zero_acc", "proj.first", "proj.rest", "fix", "mix", "heads_of", "save"]
+# The ghosts: the layer loop's back-edges all come from dcr_xgamma (carry prev = x_gamma0 then
+# dcr_xgamma; layer_out, read as `cur`, is written by dcr_xgamma too); tiny_dot's s loop gets its
+# back-edges from heads_of (carry prev) and from mix (h = h_next, which mix writes: a self-loop,
+# no ghost), its r loop from fix (carry after: a self-loop).
+HEAD_NODES = HEAD_DISPATCHES + ["dcr_xgamma@L-1"]
+TINY_NODES = TINY_DISPATCHES + ["heads_of@s-1"]
 
 _ID = r'(?:"[^"]+"|[A-Za-z_][A-Za-z_0-9]*)'
 _ATTR = re.compile(r'([A-Za-z_]+)=("(?:[^"\\]|\\.)*"|[^ \]]+)')
@@ -100,8 +106,9 @@ def test_dot_renders_svg(case: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Warning" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
     svg = proc.stdout
-    # Graphviz's own parse: one SVG node group per dispatch, one cluster group per scope/loop.
-    expected = HEAD_DISPATCHES if case == "decode_layer" else TINY_DISPATCHES
+    # Graphviz's own parse: one SVG node group per dispatch and per ghost (one per loop and
+    # producer of back-edges into other nodes), one cluster group per scope/loop.
+    expected = HEAD_NODES if case == "decode_layer" else TINY_NODES
     assert svg.count('class="node"') == len(expected)
     # HEAD: the entry, copy_hidden's one-trip loop, x_gamma0's manual scope, the layer loop and its
     # manual scope, copy_out's one-trip loop
@@ -148,13 +155,13 @@ def test_output_file_is_written_atomically(tmp_path: Path, tiny_text: str, monke
 def test_head_one_node_per_dispatch(head_text: str) -> None:
     nodes, _, _ = parse_dot(head_text)
     assert len(HEAD_DISPATCHES) == 29
-    assert sorted(nodes) == sorted(HEAD_DISPATCHES)
-    assert len(nodes) == len(plan_ok(HEAD_SPEC).program.dispatches)
+    assert sorted(nodes) == sorted(HEAD_NODES)
+    assert len(nodes) == len(plan_ok(HEAD_SPEC).program.dispatches) + 1  # and one ghost
 
 
 def test_tiny_one_node_per_dispatch(tiny_text: str) -> None:
     nodes, _, _ = parse_dot(tiny_text)
-    assert sorted(nodes) == sorted(TINY_DISPATCHES)
+    assert sorted(nodes) == sorted(TINY_NODES)
 
 
 def _label(nodes: dict[str, dict[str, str]], name: str) -> list[str]:
@@ -163,21 +170,24 @@ def _label(nodes: dict[str, dict[str, str]], name: str) -> list[str]:
 
 def test_head_node_labels(head_text: str) -> None:
     nodes, _, _ = parse_dot(head_text)
-    # q_proj: Q_ON * QKV_OK = (5120/512) * 5 = 50 blocks; k/v: KV_ON * QKV_OK = (1024/512) * 5 = 10.
-    assert _label(nodes, "q_proj") == ["q_proj", "spmd aic ×50", "early"]
-    assert _label(nodes, "k_proj")[1] == "spmd aic ×10"
-    # fa_fused: PA_DEFAULT_BLOCK_DIM = 24 blocks of the mix extern, sync_start and early.
-    assert _label(nodes, "fa_fused") == ["fa_fused", "spmd mix ×24", "early · sync_start"]
+    # Nodes on the critical path end with their cost: ceil(blocks / cores) x the default
+    # per-block cost (the spec has no `cost` lines: aic 10, aiv 5, mix 20, dummy 0; 24 AIC,
+    # 48 AIV, 24 MIX clusters).
+    # q_proj: Q_ON * QKV_OK = (5120/512) * 5 = 50 blocks, ceil(50 / 24) = 3 waves of 10.
+    assert _label(nodes, "q_proj") == ["q_proj", "spmd aic ×50", "early", "cost 30 = 3 waves × 10"]
+    assert _label(nodes, "k_proj") == ["k_proj", "spmd aic ×10", "early"]  # KV_ON * QKV_OK = (1024/512) * 5
+    # fa_fused: PA_DEFAULT_BLOCK_DIM = 24 blocks of the mix extern (one wave of 20), sync_start and early.
+    assert _label(nodes, "fa_fused") == ["fa_fused", "spmd mix ×24", "early · sync_start", "cost 20"]
     assert nodes["fa_fused"]["peripheries"] == "2" and nodes["fa_fused"]["penwidth"] == "3"
-    # out_proj: 10 N x 5 K = 50 tiles; direct = min(24, 50) = 24 blocks, deferred = 26 tasks.
-    assert _label(nodes, "out_proj.deferred") == ["out_proj.deferred", "parallel aic ×26"]
+    # out_proj: 10 N x 5 K = 50 tiles; direct = min(24, 50) = 24 blocks, deferred = 26 tasks of 1 block.
+    assert _label(nodes, "out_proj.deferred") == ["out_proj.deferred", "parallel aic ×26", "cost 10"]
     assert _label(nodes, "out_proj.direct") == ["out_proj.direct", "spmd aic ×24"]
     # gate_proj: n < 6 is one 6-block SPMD per k (5 of them); the late wave is (17 - 6) * 5 = 55 tasks.
-    assert _label(nodes, "gate_proj.critical")[1] == "5 × spmd aic ×6"
+    assert _label(nodes, "gate_proj.critical") == ["gate_proj.critical", "5 × spmd aic ×6", "cost 10"]
     assert _label(nodes, "gate_proj.late")[1] == "parallel aic ×55"
-    # silu: MLP_ON = 17408/1024 = 17; down_proj: DOWN_ON * K_SPLITS = 5 * 17 = 85, early.
-    assert _label(nodes, "silu") == ["silu", "parallel aiv ×17"]
-    assert _label(nodes, "down_proj") == ["down_proj", "parallel aic ×85", "early"]
+    # silu: MLP_ON = 17408/1024 = 17 (aiv: 5); down_proj: DOWN_ON * K_SPLITS = 5 * 17 = 85, early.
+    assert _label(nodes, "silu") == ["silu", "parallel aiv ×17", "cost 5"]
+    assert _label(nodes, "down_proj") == ["down_proj", "parallel aic ×85", "early", "cost 10"]
     assert _label(nodes, "pa_tiling") == ["pa_tiling", "spmd aiv ×1", "early"]   # "Spmd pa_tiling" (ABI §4 E1)
     assert _label(nodes, "post_rms_reduce") == ["post_rms_reduce", "at aiv"]
     assert "peripheries" not in nodes["post_rms_reduce"] and "peripheries" not in nodes["kv_seed"]
@@ -267,18 +277,26 @@ def test_head_bundled_edges(head_text: str) -> None:
     assert ("prev_out", "fa_fused") not in e and not any("prev_out" in k for k in e)
     assert not any(n.startswith("alloc") for k in e for n in k)  # creator edges are omitted
     assert all(a["style"] == "solid" for k, a in e.items()
-               if k[0] not in ("x_gamma0", "dcr_xgamma"))
+               if k[0] not in ("x_gamma0", "dcr_xgamma", "dcr_xgamma@L-1"))
 
 
 def test_head_carried_edges(head_text: str) -> None:
     e = _edge_map(head_text)
+    nodes, _, where = parse_dot(head_text)
     carry_users = {"rms_recip", "q_proj", "kv_seed", "mlp_out_seed"}  # deps(prev, ...) in the spec
-    back = {t for (s, t), a in e.items() if a.get("constraint") == "false"}
-    assert back == carry_users
+    # Drawn once per loop: ONE dotted back-edge from dcr_xgamma into its ghost (dcr_xgamma of
+    # layer L-1), not one per consumer. prev = dcr_xgamma of layer L-1 for L = 1..39: 39 of the
+    # 40 layers take it.
+    back = [(s, t) for (s, t), a in e.items() if a.get("constraint") == "false"]
+    assert back == [("dcr_xgamma", "dcr_xgamma@L-1")]
+    assert e[back[0]]["label"] == "×39" and e[back[0]]["style"] == "dotted"
+    assert nodes["dcr_xgamma@L-1"]["label"] == "dcr_xgamma\\n@L-1"
+    assert where["dcr_xgamma@L-1"] == ["cluster_0", "cluster_3"]  # at the top of the layer loop's cluster
+    assert {t for (s, t) in e if s == "dcr_xgamma@L-1"} == carry_users
     for t in carry_users:
-        # prev = dcr_xgamma of layer L-1 for L = 1..39: 39 of the 40 layers take the edge.
-        assert e[("dcr_xgamma", t)]["label"] == "carried ×39"
-        assert e[("dcr_xgamma", t)]["style"] == "bold"
+        assert e[("dcr_xgamma@L-1", t)]["style"] == "bold"   # carried, one edge each: no label
+        assert "label" not in e[("dcr_xgamma@L-1", t)] and "constraint" not in e[("dcr_xgamma@L-1", t)]
+        assert ("dcr_xgamma", t) not in e
         # layer 0 takes x_gamma0, the carry's initial value.
         assert e[("x_gamma0", t)]["label"] == "init L=0"
         assert e[("x_gamma0", t)]["style"] == "bold" and "constraint" not in e[("x_gamma0", t)]
@@ -290,14 +308,16 @@ def test_head_carried_edges(head_text: str) -> None:
 
 def test_tiny_edges(tiny_text: str) -> None:
     e = _edge_map(tiny_text)
-    # prev = the 4 heads_of tasks of step s-1 for s = 1, 2 (STEPS = 3): 2 trips; step 0 waits on load.
-    assert e[("heads_of", "gate")]["label"] == "4 edges, carried ×2"
-    assert e[("heads_of", "gate")]["constraint"] == "false" and e[("heads_of", "gate")]["style"] == "bold"
+    # prev = the 4 heads_of tasks of step s-1 for s = 1, 2 (STEPS = 3): 2 trips, one dotted edge
+    # into heads_of's ghost, which feeds gate; step 0 waits on load.
+    assert e[("heads_of", "heads_of@s-1")]["label"] == "×2"
+    assert e[("heads_of", "heads_of@s-1")]["constraint"] == "false"
+    assert e[("heads_of@s-1", "gate")]["label"] == "4 edges" and e[("heads_of@s-1", "gate")]["style"] == "bold"
     assert e[("load", "gate")]["label"] == "init s=0"
     # mix reads h = h_next of step s-1, written by mix and updated in place by the 4 heads_of
-    # tasks: inferred back-edges; step 0 reads h0, written by load.
+    # tasks: inferred back-edges (mix's own is a self-loop); step 0 reads h0, written by load.
     assert e[("mix", "mix")]["style"] == "dashed" and e[("mix", "mix")]["label"] == "inferred ×2"
-    assert e[("heads_of", "mix")]["label"] == "4 edges, inferred ×2"
+    assert e[("heads_of@s-1", "mix")]["label"] == "4 edges" and e[("heads_of@s-1", "mix")]["style"] == "dashed"
     assert e[("load", "mix")]["style"] == "dashed" and e[("load", "mix")]["label"] == "init s=0"
     # proj.first is 2 tasks (k = 0, 1), proj.rest one SPMD task (k = 2, 3). Inside the scopeless
     # r loop (2 trips), fix@r=0 waits on proj (carry `after` starts at proj), fix@r=1 on fix@r=0.
@@ -314,8 +334,8 @@ def test_tiny_edges(tiny_text: str) -> None:
     assert set(e) == {
         ("load", "gate"), ("load", "mix"), ("gate", "zero_acc"), ("zero_acc", "proj.first"),
         ("zero_acc", "proj.rest"), ("proj.first", "fix"), ("proj.rest", "fix"), ("fix", "fix"),
-        ("fix", "mix"), ("mix", "mix"), ("mix", "heads_of"), ("mix", "save"), ("heads_of", "gate"),
-        ("heads_of", "mix"), ("heads_of", "save"),
+        ("fix", "mix"), ("mix", "mix"), ("mix", "heads_of"), ("mix", "save"), ("heads_of", "save"),
+        ("heads_of", "heads_of@s-1"), ("heads_of@s-1", "gate"), ("heads_of@s-1", "mix"),
     }
 
 
@@ -342,8 +362,9 @@ def test_window_expansion_draws_like_full_expansion() -> None:
 
 def test_single_and_empty_loops() -> None:
     one = _edge_map(render_dot(plan_ok(TINY_SPEC, defines=(("STEPS", 1),))))
-    # one step: no s iteration to carry from; only the inner r loop (2 trips) keeps its back-edge
+    # one step: no s iteration to carry from (no ghost); only the inner r loop (2 trips) keeps its back-edge
     assert {k for k, a in one.items() if a.get("constraint") == "false"} == {("fix", "fix")}
+    assert not any("@" in n for k in one for n in k)
     assert one[("load", "gate")]["label"] == "init s=0"
     empty_text = render_dot(plan_ok(TINY_SPEC, defines=(("STEPS", 0),)))
     nodes, _, _ = parse_dot(empty_text)
