@@ -489,8 +489,9 @@ class PicNode:
 @attrs.frozen(repr=False, eq=False)
 class PicEdge:
     """One edge of the picture between two PicNode ids; `bundle` is the DotEdge it draws (for a
-    ghost's back-edge, the first of the bundles it stands for) and `ghost` marks the dotted
-    producer -> ghost edge."""
+    ghost's back-edge or a collapsed edge, the first of the bundles it stands for), `blockers` the
+    (producer, consumer) dispatch pairs of its edges that block early dispatch, and `ghost` marks
+    the dotted producer -> ghost edge."""
 
     src: str
     dst: str
@@ -499,6 +500,7 @@ class PicEdge:
     blocking: int
     on_path: bool
     ghost: bool = False
+    blockers: tuple[tuple[str, str], ...] = ()
 
 
 @records.value
@@ -625,18 +627,21 @@ def build_picture(plan: Plan, view: DotView | None = None) -> Picture:
         if s == t and e.kind != "back":
             continue
         key = (s, t, e.kind, e.prov, e.note, e.loop)
-        got = merged.setdefault(key, [e, 0, 0, False])
+        got = merged.setdefault(key, [e, 0, 0, False, []])
         got[1] += e.count
         got[2] += e.blocking
         got[3] = got[3] or e.on_path
+        if e.blocking:
+            got[4].append((e.src, e.dst))
     out: list[PicEdge] = []
     ghosts: dict[tuple[int, str], list[PicEdge]] = {}
-    for (s, t, kind, _prov, _note, loop), (e, count, blocking, on) in merged.items():
+    for (s, t, kind, _prov, _note, loop), (e, count, blocking, on, blockers) in merged.items():
+        edge = PicEdge(s, t, e, count, blocking, on, blockers=tuple(blockers))
         if kind == "back" and s != t:
             assert loop is not None
-            ghosts.setdefault((loop, s), []).append(PicEdge(s, t, e, count, blocking, on))
+            ghosts.setdefault((loop, s), []).append(edge)
         else:
-            out.append(PicEdge(s, t, e, count, blocking, on))
+            out.append(edge)
     ghost_nodes: list[PicNode] = []
     taken = set(by_id)
     for (loop, s), into in sorted(ghosts.items(), key=lambda kv: (by_id[kv[0][1]].order, kv[0][0])):
@@ -815,8 +820,13 @@ def _edge_attrs(e: PicEdge, plan: Plan) -> dict[str, str]:
     if e.blocking:
         got["arrowhead"] = BLOCKING_ARROW
         share = "" if e.blocking == e.count else f" ({e.blocking} of {e.count} edges)"
-        got["tooltip"] = graphviz.nohtml(dot_tooltip(f"blocks early dispatch of {b.dst}: {b.src} is not flagged "
-                                                     f"early{share}"))
+        if len(e.blockers) == 1:
+            (prod, cons), = e.blockers
+            why = f"blocks early dispatch of {cons}: {prod} is not flagged early{share}"
+        else:
+            pairs = ", ".join(f"{prod} -> {cons}" for prod, cons in e.blockers)
+            why = f"blocks early dispatch (an unflagged producer): {pairs}{share}"
+        got["tooltip"] = graphviz.nohtml(dot_tooltip(why))
     if e.on_path:
         got.update({"color": PATH_COLOUR, "fontcolor": PATH_COLOUR, "penwidth": "3"})
     return got
