@@ -304,14 +304,15 @@ def _path_tasks(plan: Plan) -> tuple[list[tuple[Instance, int, int]], dict[str, 
     value = plan.get(CriticalPath).value
     if value is None:
         return [], None
-    by_label = {inst.label: inst for inst in plan.graph.instances}
+    by_label = {inst.label: inst for inst in plan.graph.instances if inst.kind is not TaskKind.ALLOC}
     out = []
     for step in value["path"]:
+        if step["kind"] == TaskKind.ALLOC:   # alloc tasks are not drawn (and cost nothing)
+            continue
         inst = by_label.get(step["task"])
         if inst is None:
             raise InternalError(f"the critical path names {step['task']!r}, which is no task of the instance graph")
-        if inst.kind is not TaskKind.ALLOC:
-            out.append((inst, int(step["cost_us"]), int(step["waves"])))
+        out.append((inst, int(step["cost_us"]), int(step["waves"])))
     return out, value
 
 
