@@ -761,12 +761,12 @@ def _group_attrs(plan: Plan, n: PicNode, reps: dict[int, int]) -> dict[str, str]
     p = plan.program
     ds = [p.dispatch(m) for m in n.members]
     if n.kind == "tiles":
-        head = [ds[0].tileset, f"tiles · {len(ds)} waves", " + ".join(_shape_text(p, d) for d in ds)]
+        head = [n.id, f"tiles · {len(ds)} waves", " + ".join(_shape_text(p, d) for d in ds)]
     else:
         tasks = sum(d.task_count for d in ds if d.kind is not TaskKind.DUMMY)
         dummies = sum(d.task_count for d in ds if d.kind is TaskKind.DUMMY)
         size = f"{len(ds)} dispatches · {_plural(tasks, 'task')}" + (f" + {_plural(dummies, 'dummy')}" if dummies else "")
-        title = f"phase {ds[0].phase}" if n.kind == "phase" else _loop_text(plan, n.loop or 0, reps)
+        title = n.id if n.kind == "phase" else _loop_text(plan, n.loop or 0, reps)  # `phase norm #2`
         head = [title, size + (" per iteration" if n.kind == "loop" else "")]
     phases = {d.phase for d in ds}
     fill = _phase_fill(p, next(iter(phases))) if len(phases) == 1 else NO_PHASE_FILL

@@ -805,3 +805,35 @@ def test_build_target_dot_takes_the_view(tmp_path: Path, capsys: pytest.CaptureF
     assert "options of --target dot, not of --target a2a3" in capsys.readouterr().err
     assert main(["build", str(TINY_SPEC), "--target", "dot", "--focus", "nope", "-o", str(tmp_path / "c")]) == 2
     assert not (tmp_path / "c").exists()
+
+
+def test_collapse_phase_splits_where_it_would_make_a_cycle(tmp_path: Path) -> None:
+    """Phase p holds a1, a2 and, after b (phase q) waits on a1, a3 and a4 waiting on b: one `p`
+    node would make the cycle p -> b -> p, so p makes two nodes, numbered in declaration order;
+    a4 does not wait on b and still joins the second (the last node of its phase)."""
+    spec = tmp_path / "split.pgl"
+    spec.write_text("""
+tensor x : f32[5, 16, 64] external
+kernel k aiv (a : inout f32[16, 64])
+entry e {
+  manual scope {
+    phase p {
+      at a1 { call k(x[0, :, :]) }
+      at a2 deps(a1) { call k(x[1, :, :]) }
+    }
+    phase q {
+      at b deps(a1) { call k(x[2, :, :]) }
+    }
+    phase p {
+      at a3 deps(b) { call k(x[3, :, :]) }
+      at a4 deps(a2) { call k(x[4, :, :]) }
+    }
+  }
+}
+""", encoding="utf-8")
+    text = render_dot(plan_ok(spec), DotView(collapse=("phase",)))
+    nodes, _, _ = parse_dot(text)
+    assert set(nodes) == {"phase p #1", "b", "phase p #2"}
+    assert _label(nodes, "phase p #2")[:2] == ["phase p #2", "2 dispatches · 2 tasks"]
+    assert nodes["phase p #1"]["tooltip"] == "a1, a2" and nodes["phase p #2"]["tooltip"] == "a3, a4"
+    assert set(_edge_map(text)) == {("phase p #1", "b"), ("b", "phase p #2"), ("phase p #1", "phase p #2")}
