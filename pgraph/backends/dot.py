@@ -286,13 +286,13 @@ def _collect(plan: Plan, reps: dict[int, int]) -> tuple[list[DotEdge], PathMarks
 class PathMarks:
     """The critical path as the picture draws it (from the `CriticalPath` fact).
 
-    `steps`: dispatch -> the (cost, waves) of its tasks on the path that lie in the drawn copy
-    (or, for a dispatch the path crosses only in another iteration, all of its tasks on the
-    path); `edges`: the bundle keys of `collect_edges` the path's consecutive tasks project on;
-    `length` (cost units, the whole program), `per_layer` (None without two layers), `layers`.
+    `tasks`: the path's tasks in order (instance, cost, waves; alloc tasks left out); `edges`:
+    the bundle keys of `collect_edges` the path's consecutive tasks project on; `length` (cost
+    units, the whole program), `per_layer` (None without two layers), `layers`. A node's share
+    of the path is `node_steps`.
     """
 
-    steps: dict[str, list[tuple[int, int]]]
+    tasks: tuple[tuple[Instance, int, int], ...]
     edges: frozenset[BundleKey]
     length: int
     per_layer: int | None
@@ -323,11 +323,6 @@ def path_marks(plan: Plan, reps: dict[int, int], keys: set[BundleKey]) -> PathMa
     tasks, value = _path_tasks(plan)
     g = plan.graph
     p = plan.program
-    drawn: dict[str, list[tuple[int, int]]] = {}
-    other: dict[str, list[tuple[int, int]]] = {}
-    for inst, cost, waves in tasks:
-        (drawn if is_drawn(p, reps, inst) else other).setdefault(inst.dispatch, []).append((cost, waves))
-    steps = {name: drawn.get(name) or other[name] for name in sorted({*drawn, *other})}
     on: set[BundleKey] = set()
     by_pair: dict[tuple[str, str, str, str], list[BundleKey]] = {}
     for k in keys:
@@ -349,7 +344,7 @@ def path_marks(plan: Plan, reps: dict[int, int], keys: set[BundleKey]) -> PathMa
     layers = None
     if value is not None and plan.layer_loop is not None:
         layers = p.loops[plan.layer_loop].axis.size
-    return PathMarks(steps, frozenset(on), int(value["length_us"]) if value else 0,
+    return PathMarks(tuple(tasks), frozenset(on), int(value["length_us"]) if value else 0,
                      value.get("per_layer_us") if value else None, layers)
 
 
@@ -361,6 +356,30 @@ def _projected_kinds(p: Program, u: Instance, v: Instance) -> tuple[str, ...]:
         if lid in it_u and it_u[lid] < it:
             return ("back",)
     return ("forward", "init")
+
+
+def node_steps(plan: Plan, reps: dict[int, int], marks: PathMarks, members: Iterable[str],
+               inside: frozenset[int] = frozenset()) -> list[tuple[int, int, int]]:
+    """A node's share of the critical path: (cost, waves, weight) of each path task of `members`
+    that the node stands for. A node drawn inside a loop's cluster stands for the drawn iteration
+    of that loop; a collapsed node drawn outside the cluster of a loop it holds (`inside`) stands
+    for all of that loop's iterations, each window copy weighing the iterations it stands for
+    (`InstanceGraph.loop_weights`), so a windowed plan gives a full one's figure. A node whose
+    tasks the path takes only in other iterations (a task of layer 0 alone) counts those."""
+    names = set(members)
+    weights = plan.graph.loop_weights
+    mine = [(inst, cost, waves) for inst, cost, waves in marks.tasks if inst.dispatch in names]
+    out = []
+    for inst, cost, waves in mine:
+        weight = 1
+        for lid, it in zip(inst.loops, inst.iters, strict=True):
+            if lid in inside:
+                weight *= weights.get(lid, {}).get(it, 1)
+            elif reps.get(lid) != it:
+                break
+        else:
+            out.append((cost, waves, weight))
+    return out or [(cost, waves, 1) for _, cost, waves in mine]
 
 
 def cost_text(steps: list[tuple[int, int]]) -> str:
@@ -600,6 +619,10 @@ def _group_nodes(plan: Plan, levels: tuple[str, ...], edges: list[DotEdge]) -> t
             ident = f"{key[1]}{suffix}"
         elif key[0] == "phase":
             ident = f"phase {key[1]}{suffix}"
+            # the loops that hold nothing but this phase belong to the node: it sits outside them
+            held = [_loop_key(p, lid) for d in ds for lid in d.loops if lid not in key[2]]
+            cut = [path.index(k) for k in held if k in path]
+            path = path[:min(cut)] if cut else path
         else:
             loop = int(key[1])
             ident = f"for {p.loops[loop].axis.var}{suffix}"
@@ -748,7 +771,7 @@ def _legend(plan: Plan, picture: Picture, view: DotView) -> str:
 
 
 def _path_text(marks: PathMarks) -> str:
-    if not marks.steps:
+    if not marks.tasks:
         return "critical path: none (no task)"
     per = ""
     if marks.per_layer is not None:
@@ -787,15 +810,28 @@ def _ghost_attrs(plan: Plan, n: PicNode, src: PicNode) -> dict[str, str]:
                                                    f"sends into the drawn {ax.var}"))}
 
 
+def _inside_loops(plan: Plan, n: PicNode) -> frozenset[int]:
+    """The loops a collapsed node holds whole: its members' loops whose cluster lies inside the
+    node (not on its cluster path); a loop node's own loop is drawn once, per iteration."""
+    if n.kind not in ("tiles", "phase", "loop"):
+        return frozenset()
+    p = plan.program
+    lids = {lid for m in n.members for lid in p.dispatch(m).loops}
+    return frozenset(lid for lid in lids if _loop_key(p, lid) not in n.path and lid != n.loop)
+
+
 def _picture_node_attrs(plan: Plan, n: PicNode, by_id: dict[str, PicNode], marks: PathMarks,
                         focus: tuple[str, ...], reps: dict[int, int]) -> dict[str, str]:
     p = plan.program
     if n.kind == "ghost":
         return _ghost_attrs(plan, n, by_id[n.members[0]])
     got = _node_attrs(p, p.dispatch(n.id)) if n.kind == "dispatch" else _group_attrs(plan, n, reps)
-    steps = [s for m in n.members for s in marks.steps.get(m, [])]
+    steps = node_steps(plan, reps, marks, n.members, _inside_loops(plan, n))
     if steps:
-        cost = cost_text(steps) if n.kind == "dispatch" else f"cost {sum(c for c, _ in steps)}"
+        if n.kind == "dispatch":
+            cost = cost_text([(c, w) for c, w, _ in steps])
+        else:
+            cost = f"cost {sum(c * k for c, _, k in steps):,}" + (" per iteration" if n.kind == "loop" else "")
         got["label"] += "\\n" + cost
         got["color"] = PATH_COLOUR
         got.setdefault("penwidth", "2")

@@ -677,8 +677,9 @@ def test_collapse_tiny_by_hand() -> None:
         ("for s", "for s", "4 edges, carried ×2"), ("for s", "for s", "5 edges, inferred ×2"),
         ("for s", "for s", "carried ×1"),
         ("for s", "save", "5 edges"), ("load", "for s", "init s=0"), ("load", "for s", "init s=0")]
-    # cost of one step's part of the path: gate 0 + zero_acc 5 + proj 10 + fix 20 + mix 5 + heads_of 5
-    assert _label(nodes, "for s")[-1] == "cost 45"
+    # one step's share of the path: gate 0 + zero_acc 5 + proj.first 10 + fix 20 twice (r = 0, 1:
+    # the node holds the r loop whole) + mix 5 + heads_of 5 = 65, the report's per-layer figure
+    assert _label(nodes, "for s")[-1] == "cost 65 per iteration"
 
 
 def test_collapse_head_by_hand() -> None:
@@ -693,7 +694,8 @@ def test_collapse_head_by_hand() -> None:
     # per layer: 24 dispatches; tasks 9 single ones + 26 + 1 + 5 + 1 + 5 + 55 + 5 + 55 + 17 + 85 + 1 =
     # 265; dummies seed_dummy, out_proj_dummy, gate_late (5), up_late (5) = 12; the layer's path costs 95
     assert _label(nodes, "for L") == ["for L in 0..40 (40 iterations, L=1 drawn)",
-                                      "24 dispatches · 265 tasks + 12 dummies per iteration", "cost 95"]
+                                      "24 dispatches · 265 tasks + 12 dummies per iteration",
+                                      "cost 95 per iteration"]
     assert _edge_map(text)[("for L", "for L")]["label"] == "4 edges, carried ×39"
     got, _ = _drawn(plan, collapse=("phase",))
     # the norm blocks (rms_recip, post_rms_reduce) and the residual ones (residual_rms_cast,
@@ -709,6 +711,28 @@ def test_collapse_head_by_hand() -> None:
         "blocks early dispatch (an unflagged producer): kv_seed -> k_proj, kv_seed -> v_proj (2 of 3 edges)")
     got, _ = _drawn(plan, collapse=("tiles", "phase", "loop"))
     assert got == {"phase setup", "copy_hidden", "for L", "copy_out"}  # copy_hidden: alone in its cb loop
+
+
+def test_collapsed_cost_of_a_whole_loop_is_window_exact(tmp_path: Path) -> None:
+    """A phase node holding a whole loop stands for all its iterations: the chain's loop (10
+    steps of big 7 + join 1) costs 80 on the path, in the window (i=0, and i=1 standing for 1..9)
+    as in the full expansion; src (2) stays its own node."""
+    spec = tmp_path / "phases.pgl"
+    body = CHAIN.replace("    at src { call k_src(x) }\n", "    phase head { at src { call k_src(x) } }\n    phase body {\n")
+    body = body.replace("    }\n  }\n}\n", "    }\n    }\n  }\n}\n")
+    spec.write_text("const STEPS = 10\n" + body, encoding="utf-8")
+    for full in (False, True):
+        plan = plan_ok(spec, full=full)
+        assert plan.get(CriticalPath).value["length_us"] == 2 + 10 * 8   # type: ignore[index]
+        text = render_dot(plan, DotView(collapse=("phase",)))
+        nodes, _, where = parse_dot(text)
+        assert set(nodes) == {"src", "phase body"}
+        assert where["phase body"] == ["cluster_0", "cluster_1"]   # outside the i loop, which it holds
+        assert "cluster_loop_0" not in text
+        assert _edge_map(text)[("phase body", "phase body")]["label"] == "2 edges, carried ×9"
+        assert _label(nodes, "phase body")[-1] == "cost 80"
+        assert _label(nodes, "src")[-1] == "cost 2"
+    assert plan_ok(spec).graph.windowed   # the window does stand one copy for iterations 1..9
 
 
 def test_collapse_then_focus() -> None:
