@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import networkx as nx
 import pytest
 
@@ -733,6 +734,14 @@ def test_collapsed_cost_of_a_whole_loop_is_window_exact(tmp_path: Path) -> None:
         assert _label(nodes, "phase body")[-1] == "cost 80"
         assert _label(nodes, "src")[-1] == "cost 2"
     assert plan_ok(spec).graph.windowed   # the window does stand one copy for iterations 1..9
+
+
+@pytest.mark.parametrize("view", [DotView(collapse=("tiles",)), DotView(collapse=("phase",)),
+                                  DotView(collapse=("loop",)), DotView(focus="silu", depth=2)])
+def test_views_of_the_window_equal_views_of_the_full_expansion(view: DotView) -> None:
+    assert render_dot(plan_ok(HEAD_SPEC, layers=3), view) == render_dot(plan_ok(HEAD_SPEC, layers=3, full=True), view)
+    tiny = attrs.evolve(view, focus="mix") if view.focus else view
+    assert render_dot(plan_ok(TINY_SPEC), tiny) == render_dot(plan_ok(TINY_SPEC, full=True), tiny)
 
 
 def test_collapse_then_focus() -> None:
