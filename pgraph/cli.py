@@ -29,7 +29,7 @@ from pgraph.diagnostics import (
 from pgraph.pipeline import STAGES, Options, UsageError, keep_results, parse_define, plan_program, run_until
 
 if TYPE_CHECKING:
-    from pgraph.backends.target import Target
+    from pgraph.backends.target import Emitter, Target
     from pgraph.commands import context
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -75,6 +75,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--full", action="store_true",
                    help="expand every loop iteration instead of the two-iteration window (slower; for checking)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+
+
+def _picture_options(p: argparse.ArgumentParser, prefix: str) -> None:
+    """`--focus`, `--depth`, `--collapse`: the dot emitter's view (pgraph.backends.dot.DotView)."""
+    p.add_argument("--focus", metavar="TASK",
+                   help=prefix + "draw TASK's neighbourhood only: its producers and consumers up to --depth edges "
+                                 "away (TASK: a dispatch, a tiles declaration, a task label such as q_proj@L=1); the "
+                                 "rest is elided and counted in the legend")
+    p.add_argument("--depth", type=int, metavar="N", help=prefix + "edges away from --focus to keep (default 1)")
+    p.add_argument("--collapse", metavar="LEVEL[,LEVEL]",
+                   help=prefix + "draw each group of a level as one node: tiles (the waves of one tiles "
+                                 "declaration), phase (a phase block), loop (everything inside an outermost loop)")
 
 
 def version_text() -> str:
@@ -128,7 +140,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
     if want("plan"):
         _common(plan)
-        plan.add_argument("--dot", action="store_true", help="emit the Graphviz picture instead of the report")
+        plan.add_argument("--dot", action="store_true",
+                          help="emit the Graphviz picture instead of the report (-o FILE.svg|png|pdf renders it "
+                               "through Graphviz' dot; any other FILE gets the DOT text)")
+        _picture_options(plan, "")
         plan.add_argument("--no-budgets", action="store_true",
                           help="report budget overruns (PG121) as warnings instead of failing: a what-if")
         plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
@@ -161,6 +176,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                            help="; ".join(f"{name}: {desc}" for name, (_, desc) in sorted(EMITTERS.items())))
         build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                            help="output directory (written only when the plan has no errors)")
+        _picture_options(build, "--target dot: ")
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
                                      "a swimlane trace, comparisons, stalls")
     if want("sim"):
@@ -315,8 +331,34 @@ def cmd_emit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: File suffixes of pictures, which `plan --dot -o` would fill with Graphviz text
+#: File suffixes of pictures: `plan --dot -o` renders .svg, .png and .pdf through Graphviz, and
+#: refuses to fill the others with DOT text
 IMAGE_SUFFIXES = frozenset({".svg", ".png", ".pdf", ".jpg", ".jpeg", ".gif", ".ps", ".eps"})
+
+
+def _dot_target(args: argparse.Namespace) -> Emitter:
+    """The registered dot emitter with the view of `--focus`, `--depth`, `--collapse`."""
+    from pgraph.backends.dot import DotTarget, DotView, parse_collapse
+    from pgraph.backends.target import emitter
+    from pgraph.kinds import InternalError
+
+    base = emitter("dot")
+    if not isinstance(base, DotTarget):
+        raise InternalError(f"the registered dot emitter is a {type(base).__name__}, not a DotTarget")
+    if args.depth is not None and args.focus is None:
+        raise UsageError("--depth counts edges away from --focus TASK: give --focus too")
+    if args.depth is not None and args.depth < 0:
+        raise UsageError(f"--depth must be 0 or more, got {args.depth}")
+    try:
+        collapse = parse_collapse(args.collapse) if args.collapse is not None else ()
+    except ValueError as err:
+        raise UsageError(f"--collapse: {err}") from None
+    view = DotView(focus=args.focus, depth=1 if args.depth is None else args.depth, collapse=collapse)
+    return attrs.evolve(base, view=view)
+
+
+def _picture_given(args: argparse.Namespace) -> bool:
+    return any(getattr(args, name, None) is not None for name in ("focus", "depth", "collapse"))
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -324,17 +366,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pgraph.backends.report import render_json as report_json_text
     from pgraph.backends.report import render_text
 
+    if _picture_given(args) and not args.dot:
+        raise UsageError("--focus, --depth and --collapse shape the Graphviz picture: add --dot")
+    image = None  # the picture format `-o` asks for
     if args.dot and args.output and Path(args.output).suffix.lower() in IMAGE_SUFFIXES:
-        stem = Path(args.output).with_suffix(".dot")
-        raise UsageError(f"--dot writes Graphviz text, not a picture: write it to {stem} and render it "
-                         f"(`dot -T{Path(args.output).suffix[1:].lower()} {stem} -o {args.output}`)")
+        from pgraph.backends.dot import IMAGE_FORMATS
+
+        suffix = Path(args.output).suffix.lower()
+        if suffix[1:] not in IMAGE_FORMATS:
+            stem = Path(args.output).with_suffix(".dot")
+            raise UsageError(f"--dot renders .svg, .png and .pdf pictures, not {suffix}: write the DOT text to {stem} "
+                             f"and render it (`dot -T{suffix[1:]} {stem} -o {args.output}`)")
+        image = suffix[1:]
 
     opts = _options(args, what_if="`--no-budgets` was given" if args.no_budgets else None)
     dot = None
     if args.dot:  # the dot emitter's picture instead of the report
-        from pgraph.backends.target import emitter
-
-        dot = emitter("dot")
+        dot = _dot_target(args)
         opts = _for_target(opts, dot)
     plan, bag = plan_program(args.spec, opts)
     if plan is None or bag.has_errors:
@@ -345,22 +393,39 @@ def cmd_plan(args: argparse.Namespace) -> int:
         else:
             _emit_diagnostics(bag, notes=args.notes)
         return EXIT_ERRORS
+    data: str | bytes
     if dot is not None:
-        from pgraph.backends.target import BuildInfo
+        from pgraph.backends.target import BuildInfo, TargetRefused
 
-        (text,) = dot.emit(plan, BuildInfo(str(args.spec), overrides_text(opts))).values()
+        try:
+            (text,) = dot.emit(plan, BuildInfo(str(args.spec), overrides_text(opts))).values()
+        except TargetRefused as err:
+            raise UsageError(str(err)) from None
+        data = text if image is None else _render(text, image, args.output)
     elif args.format == "json":
-        text = report_json_text(plan, args.spec)
+        text = data = report_json_text(plan, args.spec)
     else:
         _emit_diagnostics(bag, notes=args.notes)
-        text = render_text(plan, args.spec)
+        text = data = render_text(plan, args.spec)
     if args.output:
         from pgraph.backends.output import write_atomic
 
-        _write_or_usage_error(lambda: write_atomic(Path(args.output), text), args.output)
+        _write_or_usage_error(lambda: write_atomic(Path(args.output), data), args.output)
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _render(text: str, fmt: str, output: str) -> bytes:
+    """The picture of DOT `text` for `-o output` (pgraph.backends.dot.render_image); UsageError
+    when Graphviz is missing or fails."""
+    from pgraph.backends.dot import RenderError, render_image
+
+    try:
+        return render_image(text, fmt)
+    except RenderError as err:
+        stem = Path(output).with_suffix(".dot")
+        raise UsageError(f"cannot render {output}: {err}; write the DOT text instead (-o {stem})") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -411,9 +476,14 @@ def _for_target(opts: Options, target: Target) -> Options:
 def cmd_build(args: argparse.Namespace) -> int:
     """`pgraph build --target T -o OUTDIR`: diagnostics, then the emitter's files (none on errors)."""
     from pgraph.backends.output import write_tree
-    from pgraph.backends.target import BuildInfo, emitter
+    from pgraph.backends.target import BuildInfo, TargetRefused, emitter
 
     out = emitter(args.target)
+    if _picture_given(args):
+        if args.target != "dot":
+            raise UsageError(f"--focus, --depth and --collapse shape the Graphviz picture: options of --target dot, "
+                             f"not of --target {args.target}")
+        out = _dot_target(args)
     opts = _for_target(_options(args), out)
     plan, bag = plan_program(args.spec, opts)
     if args.format == "json":
@@ -422,7 +492,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_diagnostics(bag, notes=args.notes)
     if plan is None or bag.has_errors:
         return EXIT_ERRORS
-    files = out.emit(plan, BuildInfo(str(args.spec), overrides_text(opts)))
+    try:
+        files = out.emit(plan, BuildInfo(str(args.spec), overrides_text(opts)))
+    except TargetRefused as err:
+        raise UsageError(str(err)) from None
     _write_or_usage_error(lambda: write_tree(files, args.output), args.output)
     if args.format == "text":
         for rel in sorted(files):

@@ -48,12 +48,14 @@ def _umask_mode(mode: int = 0o666) -> int:
     return mode & ~umask
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename (no half-written file).
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Write `text` (str: as UTF-8; bytes: as given, e.g. a rendered picture) to `path` through a
+    temporary file and a rename (no half-written file).
 
     A symlink is followed (its target is replaced); a device or FIFO (`-o /dev/null`) is written
     in place, never replaced by a rename. OSError propagates (the CLI turns it into exit 2).
     """
+    data = text.encode("utf-8") if isinstance(text, str) else text
     if path.is_symlink():
         path = Path(os.path.realpath(path))  # update the file the link names; keep the link
         if path.is_symlink():  # realpath stops at a symlink loop (Path.resolve raised RuntimeError)
@@ -61,14 +63,14 @@ def write_atomic(path: Path, text: str) -> None:
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
     if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the node itself
-        with path.open("w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with path.open("wb") as fh:
+            fh.write(data)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.chmod(tmp, _umask_mode())  # mkstemp makes 0600; a normal output file follows the umask
         os.replace(tmp, path)
     except BaseException:

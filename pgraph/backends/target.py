@@ -9,6 +9,11 @@ A target consumes a Plan without errors. There are two kinds:
   the result are the runner's own classes, which the command fills from its arguments and
   renders (numpy: `pgraph run`; sim: `pgraph sim`).
 
+An emitter with options of its own holds them as a field of its instance, a class of the
+backend that the command fills (dot: `DotView`, from `--focus`, `--depth`, `--collapse`): the
+command evolves the registered TARGET (`attrs.evolve(TARGET, view=...)`), so `emit` keeps one
+signature for every emitter.
+
 Every target states `needs_full`: True when it reads every loop iteration (deps.json lists
 every task; the executor and the simulator run each task once), False when the window
 expansion's two iterations per loop are enough. The command asks the target before it plans
@@ -19,8 +24,9 @@ anyway (`require_full`: a bug of the command, not of the spec).
 A target never re-checks legality (the planner proved it; a check a target needs is a
 planner check), never re-plans or re-expands, reads the Plan and its facts (`plan.get`),
 never a planner function, and never writes: `pgraph.backends.output` does, atomically. A
-runner that cannot take its options for this plan (a batch the spec cannot take, a run over
-the memory limit) raises `TargetRefused`, which the command reports as a usage error.
+target that cannot take its options for this plan (a batch the spec cannot take, a run over
+the memory limit, a picture focused on a task the plan does not have) raises `TargetRefused`,
+which the command reports as a usage error.
 
 Targets register by name in `EMITTERS` and `RUNNERS` (module and description); the registry
 imports a backend only when it is asked for, so `pgraph check` loads none.
@@ -88,7 +94,7 @@ class Runner(Target, Protocol[O_contra, R_co]):
 
 
 class TargetRefused(Exception):
-    """A runner cannot take these options for this plan; the message says why and what to do
+    """A target cannot take these options for this plan; the message says why and what to do
     instead. The command reports it as a usage error (exit 2)."""
 
 

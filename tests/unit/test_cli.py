@@ -283,14 +283,16 @@ def test_run_rejects_a_negative_seed_by_name(capsys: pytest.CaptureFixture[str])
     assert "--seed" in capsys.readouterr().err
 
 
-def test_plan_dot_into_a_picture_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`--dot -o g.svg` would fill an .svg with Graphviz text: exit 2, nothing written, and the
-    message names the .dot file and the `dot` command that makes the picture."""
-    out = tmp_path / "g.svg"
+def test_plan_dot_into_an_unrendered_picture_file_is_a_usage_error(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dot -o g.jpg` would fill a .jpg with Graphviz text (pgraph renders .svg, .png and .pdf
+    only: tests/unit/test_dot.py): exit 2, nothing written, and the message names the .dot file
+    and the `dot` command that makes the picture."""
+    out = tmp_path / "g.jpg"
     assert main(["plan", str(ROOT / "specs" / "decode_layer.pgl"), "--dot", "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("pgraph: error: --dot writes Graphviz text, not a picture")
-    assert f"dot -Tsvg {tmp_path / 'g.dot'} -o {out}" in err
+    assert err.startswith("pgraph: error: --dot renders .svg, .png and .pdf pictures, not .jpg")
+    assert f"dot -Tjpg {tmp_path / 'g.dot'} -o {out}" in err
     assert not out.exists()
     assert main(["plan", str(ROOT / "specs" / "decode_layer.pgl"), "--dot", "-o", str(tmp_path / "g.dot")]) == 0
     assert (tmp_path / "g.dot").read_text(encoding="utf-8").startswith("digraph")
