@@ -398,11 +398,15 @@ class Fragment:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class Entry:
-    """`entry name { ... }`: the orchestration function; its body is scope depth 1."""
+    """`entry name [unscoped] { ... }`: the orchestration function. Its body is a scope of depth 1
+    (ring 1: pypto's outermost `PTO2_SCOPE()`), or with `unscoped` (`scoped` False) the executor's
+    root scope, depth 0 and ring 0, as hand-written orchestrations submit (simpler: the executor
+    opens the root scope around the entry)."""
 
     name: str
     block: Block
     span: Span
+    scoped: bool = True
 
 
 @records.value

@@ -273,7 +273,8 @@ class _ToAst:
     # ---- entry, scopes ----
     @with_meta
     def entry_decl(self, meta: Any, c: list[Any]) -> ast.Entry:
-        return ast.Entry(str(c[0]), c[1], self._span(meta))
+        scoped = not any(_is_token(x, "UNSCOPED") for x in c)
+        return ast.Entry(str(c[0]), c[-1], self._span(meta), scoped)
 
     @with_meta
     def block(self, meta: Any, c: list[Any]) -> ast.Block:

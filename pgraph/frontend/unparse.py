@@ -210,7 +210,8 @@ class Unparser:
             case ast.Budget():
                 self.line(0, f"budget {item.figure} <= {expr(item.expr)}")
             case ast.Entry():
-                self.block(0, f"entry {item.name}", item.block.stmts, self.stmt, item)
+                self.block(0, f"entry {item.name}" + ("" if item.scoped else " unscoped"), item.block.stmts,
+                           self.stmt, item)
             case ast.Fragment():
                 self.block(0, f"fragment {item.name}", item.block.stmts, self.stmt, item)
             case ast.Assert() | ast.TensorDecl() | ast.ScalarDecl() | ast.ViewDecl() | ast.Allow():

@@ -158,7 +158,8 @@ class KernelTable:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class Scope:
-    """A runtime scope (PTO2_SCOPE). Depth 1 is the entry body; ring = min(depth, 3).
+    """A runtime scope (PTO2_SCOPE). Depth 1 is the entry body (0 for an `unscoped` entry: the
+    executor's root scope); ring = min(depth, 3).
 
     `kind` is ENTRY, BLOCK (an auto/manual scope block) or LOOP (a loop body, one scope per
     iteration). `expected_ring` is the ring the spec states (`scope ring N`), `interleave`

@@ -40,6 +40,7 @@ def verify_program(p: ir.Program) -> None:
 def _scopes(p: ir.Program) -> None:
     _need(bool(p.scopes) and p.scopes[0].kind is ScopeKind.ENTRY and p.scopes[0].parent is None,
           "scope 0 is not the entry scope")
+    _need(p.scopes[0].depth in (0, 1), f"the entry scope has depth {p.scopes[0].depth}, not 1 (or 0: unscoped)")
     for i, s in enumerate(p.scopes):
         _need(s.id == i, f"scope {i} has id {s.id}")
         if s.parent is not None:

@@ -399,9 +399,10 @@ class LowerContext:
 
     def new_scope(self, mode: ScopeMode, parent: int | None, kind: ScopeKind, span: Span, ring: int | None = None,
                   loop: int | None = None, interleave: int | None = None, block_span: Span | None = None,
-                  ring_span: Span | None = None) -> int:
-        """Open a scope record (depth from its parent) and return its id."""
-        depth = 1 if parent is None else self.scopes[parent].depth + 1
+                  ring_span: Span | None = None, depth: int = 1) -> int:
+        """Open a scope record and return its id: its depth is its parent's plus one, and `depth`
+        for the entry's (1, or 0 for an `unscoped` entry in the executor's root scope)."""
+        depth = depth if parent is None else self.scopes[parent].depth + 1
         sid = len(self.scopes)
         self.scopes.append(ir.Scope(sid, mode, depth, parent, kind, span, ring, loop, (), interleave,
                                     block_span, ring_span))

@@ -40,7 +40,8 @@ def lower(loaded: Loaded, bag: DiagnosticBag, overrides: Iterable[Override] = ()
             ctx.err("PG002", "the spec declares no `entry`", Span(loaded.root, 1, 1, 1, 1),
                     hint="add `entry NAME { ... }` holding the orchestration body")
         return None
-    root = ctx.new_scope(ScopeMode.AUTO, None, ScopeKind.ENTRY, entry.span, block_span=entry.block.span)
+    root = ctx.new_scope(ScopeMode.AUTO, None, ScopeKind.ENTRY, entry.span, block_span=entry.block.span,
+                         depth=1 if entry.scoped else 0)
     tree = ctx.open_node(NodeKind.SCOPE, root, "front")
     walk(ctx, entry.block, Where(root, Env({}), None, ()))
     ctx.close_node()

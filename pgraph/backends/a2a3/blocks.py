@@ -27,12 +27,18 @@ from .writer import Writer
 
 
 def entry_lines(ctx: Context) -> list[str]:
-    """The entry scope: one `PTO2_SCOPE()` holding the whole body."""
+    """The entry scope: one `PTO2_SCOPE()` holding the whole body, or for an `unscoped` entry
+    (depth 0) the body itself, submitted in the root scope the executor opens around the entry."""
     s = ctx.p.scopes[0]
     w = Writer()
+    body = children_lines(ctx, ctx.tree, ((NodeKind.SCOPE, 0),))
+    if s.depth == 0:
+        w.comment("unscoped entry: the executor's root scope, depth 0, ring 0")
+        w.extend(body)
+        return w.lines
     w.comment(f"entry scope: depth {s.depth}, ring {s.ring}")
     with w.block("PTO2_SCOPE()"):
-        w.extend(children_lines(ctx, ctx.tree, ((NodeKind.SCOPE, 0),)))
+        w.extend(body)
     return w.lines
 
 
