@@ -37,9 +37,8 @@ DECODE = "specs/decode_layer.pgl"
 COMMANDS: dict[str, list[list[str]]] = {
     "lalr": [["check", DECODE], ["plan", DECODE]],
     "query-cache": [["deps", DECODE, "out_proj.direct"], ["why", DECODE, "silu[n=2]@L=5", "q_proj@L=5"]],
-    "race-numpy": [["plan", DECODE], ["check", "bench/specs/stress_writers_20k.pgl"],
-                   ["check", "bench/specs/prefill_31k.pgl"]],
-    "reach-mask": [["check", "bench/specs/stress_writers_20k.pgl"], ["check", "bench/specs/prefill_31k.pgl"]],
+    "race-numpy": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
+    "reach-mask": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "steady-jump": [["plan", DECODE], ["plan", DECODE, "--layers", "640"]],
 }
 
