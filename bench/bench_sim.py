@@ -8,10 +8,10 @@ Usage (from the repository root):
 What it measures (every figure in the section comes from this run; nothing is typed by hand):
 
 1. the wall time of `pgraph sim specs/decode_layer.pgl --layers 40 --trace OUT.json` as a process;
-2. the simulated 40-layer makespan next to the measured 33.4 ms (batch 16; scheduler_timing.md)
+2. the simulated 40-layer makespan next to the measured 33.4 ms (batch 16; docs/upstream.md §9.4)
    as a ratio, the critical-path breakdown, and the weight-streaming bound (~0.66 GB per layer);
 3. the what-ifs, each as simulated A and B and the difference, next to the direction and size
-   the real system measured (scheduler_timing.md, optimisation_history.md);
+   the real system measured (docs/upstream.md §9.4, §10);
 4. the sensitivity of 2 and 3 to the figures that are readings or assumptions rather than
    measurements (per-task scheduling cost, per-core bandwidth).
 
@@ -45,7 +45,7 @@ HEAD = "specs/decode_layer.pgl"
 V762 = "specs/variants/decode_layer_762.pgl"
 DCR_SERIAL = "specs/variants/decode_layer_dcr_serial.pgl"
 BEGIN, END = "<!-- bench_sim:begin -->", "<!-- bench_sim:end -->"
-MEASURED_40_MS = 33.4  # scheduler_timing.md: decode, 40 layers, batch 16, 33.4 ms device (#892)
+MEASURED_40_MS = 33.4  # docs/upstream.md §9.4: decode, 40 layers, batch 16, 33.4 ms device (#892)
 
 #: (name, spec A, -D of A, --set of A, spec B, layers, measured direction and size); B is run as shipped
 WHAT_IFS = [

@@ -66,7 +66,7 @@ VARIANT_762 = SPECS / "variants" / "decode_layer_762.pgl"
 #: already waits on P through q_proj/kv_seed/rms_recip, so P -> mlp_out_seed is implied.
 REDUNDANT_LAYER0 = sorted([("seed_dummy@L=0", "kv_seed@L=0"), ("seed_dummy@L=0", "mlp_out_seed@L=0"),
                            ("seed_dummy@L=0", "rms_recip@L=0"), ("x_gamma0", "mlp_out_seed@L=0"),
-                           # attn_out_seed's body is empty (ABI reference §3.1, fid 3): it touches
+                           # attn_out_seed's body is empty (docs/upstream.md §8.6, fid 3): it touches
                            # nothing, so its edge to the attention orders no data
                            ("attn_out_seed@L=0", "fa_fused@L=0")])
 

@@ -1,6 +1,6 @@
 """Generator of prefill-shaped Qwen3-14B specs: the source of bench/specs/prefill_*.pgl.
 
-The optimisation history (`optimisation_history.md`, "Task count is a first-order cost", #662)
+The optimisation history (docs/upstream.md §10.2, "Task count is a first-order cost", #662)
 reports a 40-layer prefill forward, batch 1 x 128 tokens, that emitted 351,050 tasks, and the
 same forward regrouped into phases (RoPE/KV-cache, attention, projection, RMSNorm, MLP,
 residual) with fewer, larger tasks: 31,706. It publishes the totals only; this generator
@@ -35,7 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-# Qwen3-14B (pypto-lib constants.py QWEN3_14B; qwen3_14b_decode_layer.md)
+# Qwen3-14B (pypto-lib constants.py QWEN3_14B; docs/upstream.md §7.2)
 HIDDEN = 5120
 NUM_HEADS = 40
 NUM_KV_HEADS = 8

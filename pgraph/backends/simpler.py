@@ -7,7 +7,7 @@ the tables live here, apart from any one backend (no backend imports another).
 
 simpler's `DataType` enum (`src/common/task_interface/data_type.h` at 6ebaf7715) is, in order
 and with values 0..14: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT8, BFLOAT16, INT64, UINT64,
-UINT16, UINT32, BOOL, FP8E4M3FN, FP8E8M0, FP4E2M1 (qwen3_14b_decode_abi.md §8). Every .pgl
+UINT16, UINT32, BOOL, FP8E4M3FN, FP8E8M0, FP4E2M1 (docs/upstream.md §8.12). Every .pgl
 dtype has its enumerator there; the generated code names enumerators only, never values.
 
 Func ids are pypto's (`GetOrCreateFuncId` while it emits the orchestration): handed out in

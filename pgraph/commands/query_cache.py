@@ -34,7 +34,7 @@ GRAMMAR = PKG.parent / "grammar" / "pgl.lark"
 
 def enabled() -> bool:
     """False when `PGRAPH_CACHE=0` (or empty) is set, or under `PGRAPH_REFERENCE=1`."""
-    return os.environ.get("PGRAPH_CACHE", "1") not in ("0", "") and not reference_mode()
+    return os.environ.get("PGRAPH_CACHE", "1") not in ("0", "") and not reference_mode("query-cache")
 
 
 def cache_dir() -> Path:

@@ -569,7 +569,7 @@ def parse_source(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
     accepts, raises DriverError (an internal error) instead of the second parse; elsewhere Lark's
     answer stands.
     """
-    fast = None if reference_mode() else _fast_driver()
+    fast = None if reference_mode("lalr") else _fast_driver()
     if fast is None:
         return _parse_with_lark(file, bag)
     try:

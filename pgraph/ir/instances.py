@@ -299,7 +299,7 @@ def runs(box: Sequence[tuple[int, int]], shape: tuple[int, ...]) -> list[tuple[i
 
 
 def tensormap_overlap(a: Box, ta: str, b: Box, tb: str, p: ir.Program) -> bool:
-    """The runtime's overlap test (simpler check_overlap, runtime_and_orchestration.md §3): per
+    """The runtime's overlap test (simpler check_overlap, docs/upstream.md §3.3): per
     dimension when both views have one layout (L2: same dtype, ndims and strides), else the flat
     intervals [start, start + extent) (L1), which may meet where no element is shared."""
     if ta == tb or p.tensors[ta].shape == p.tensors[tb].shape:

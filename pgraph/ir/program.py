@@ -532,8 +532,8 @@ class Program:
 def alloc_group(p: Program, t: Tensor) -> int:
     """The batch an allocated tensor belongs to, named by a scope id: the manual scope it is
     declared in (pypto emits a manual scope's creates as their own `alloc_tensors` batch in the
-    enclosing scope, just before the MANUAL header: runtime_and_orchestration.md §2.2, and the
-    decode's per-layer alloc_1 / alloc_2, ABI reference §2.2), else its heap scope."""
+    enclosing scope, just before the MANUAL header: docs/upstream.md §6.4, and the
+    decode's per-layer alloc_1 / alloc_2, docs/upstream.md §8.5), else its heap scope."""
     d = t.declared_scope
     if d is not None and t.scope is not None and d != t.scope and p.scopes[d].mode is ScopeMode.MANUAL:
         return d
@@ -591,8 +591,8 @@ def task_slots(p: Program, ts: TileSet) -> int:
 
 def dep_dedup_key(p: Program, dep: DepRef) -> tuple[str, str] | None:
     """The single TaskId a dep entry names when a second identical entry in one deps list is
-    merged into the first (pypto appends each deduplicated edge once: runtime_and_orchestration.md
-    §2.2, "K = exact deduplicated edge count"); None when entries are not merged.
+    merged into the first (pypto appends each deduplicated edge once: docs/upstream.md
+    §6.5, "K = exact deduplicated edge count"); None when entries are not merged.
 
     Merged: a TaskId carry holding one task, and a single-task tile set (`at`, `spmd`, dummy
     without index) under a selection whose size uses no variable (the append is unconditional).

@@ -37,7 +37,7 @@ def layer_loop_of(program: Program) -> int | None:
     """The layer loop: of the loops standing directly in the entry scope, the one holding the most
     dispatches (the first of those on a tie); None without such a loop. The decode entry also
     has the one-trip loops around copy_hidden and copy_out (pypto `pl.parallel(0, 16, 16)`,
-    ABI reference §5), which hold one dispatch each."""
+    docs/upstream.md §8.10), which hold one dispatch each."""
     top = [lp for lp in program.loops if lp.parent_scope == 0]
     if not top:
         return None

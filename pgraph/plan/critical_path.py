@@ -159,7 +159,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
     """
     g = plan.graph
     n = len(g.instances)
-    jump = not reference_mode()  # PGRAPH_REFERENCE=1: every pass evaluated, no steady-state jump
+    jump = not reference_mode("steady-jump")  # PGRAPH_REFERENCE=1: every pass evaluated, no steady-state jump
     lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
     preds = [list(g.pred[v]) for v in range(n)]
     dist = [0] * n

@@ -2,7 +2,7 @@
 
 A `kernels T = [A, B, ...]` table lets one declaration call a different kernel per task
 (pypto outlines one function per call site, so the five residual_rms_cast slices of the
-Qwen3-14B decode are five kernels with one body and five func ids, ABI reference §3.1). Every
+Qwen3-14B decode are five kernels with one body and five func ids, docs/upstream.md §8.6). Every
 member must take the same arguments (the call is bound once, against the first member), and
 every task's index must pick a member.
 """

@@ -1,7 +1,7 @@
 """Runtime limits of one task and one tensor: sync_start occupancy (PG113, code 7) and what the
 argument and tensor descriptors can hold (PG114).
 
-simpler (runtime_and_orchestration.md §1.3, §7): CoreTaskArgs holds 32 tensors and 16
+simpler (docs/upstream.md §2.3, §5.5): CoreTaskArgs holds 32 tensors and 16
 scalars; a ChipTensor has at most 5 dimensions; TensorCreateInfo and view shapes and offsets
 are `uint32_t`, and `TensorCreateInfo` needs every dimension >= 1; with sync_start and
 block_num > 1 the grid must fit the clusters (MIX/AIC) or AIV cores. The a2a3 build relies on

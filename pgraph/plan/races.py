@@ -271,7 +271,7 @@ def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = 
     pairs: set[tuple[int, int]] = set()
     vectored = []
     threshold = NUMPY_LOADED_TOUCHES if "numpy" in sys.modules else NUMPY_TOUCHES
-    fast = not reference_mode()  # PGRAPH_REFERENCE=1: the sweep for every name (docs/architecture.md)
+    fast = not reference_mode("race-numpy")  # PGRAPH_REFERENCE=1: the sweep for every name (docs/architecture.md)
     for name, named in by_name.items():
         rank = len(named[0][2])
         if numpy or (numpy is None and fast and len(named) >= threshold):
@@ -420,7 +420,7 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
     found = conflicts(plan)
-    if "numpy" in sys.modules and len(found) >= 10_000 and not reference_mode():  # the arrays' way (NumPy is loaded)
+    if "numpy" in sys.modules and len(found) >= 10_000 and not reference_mode("reach-mask"):  # the arrays' way (NumPy is loaded)
         import numpy as np
 
         ordered = reach.ordered_mask(np.frombuffer(found.first, dtype=np.int64),

@@ -2,7 +2,7 @@
 per scope (PG109, code 1) and per ring (PG120, code 3), heap per ring (PG110, code 2), dep
 pool (PG111, code 4) and the TensorMap (PG112, code 11).
 
-Facts of the runtime (simpler, runtime_and_orchestration.md §4, §7): ring = min(depth, 3);
+Facts of the runtime (simpler, docs/upstream.md §5, §5.5): ring = min(depth, 3);
 memory and task slots are reclaimed FIFO per ring, at scope exit, never at last use; one
 scope holds at most task_window - 1 tasks (alloc and dummy tasks count); every packed output
 is rounded up to 1024 B. Estimates here are static: the tasks and buffers of every scope

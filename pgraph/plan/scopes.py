@@ -1,7 +1,7 @@
 """Checks of scopes: nesting (PG022), stated rings (PG023), `interleave` content (PG035), where a
 TaskId or a buffer is still visible (PG014, PG037).
 
-simpler / pypto (runtime_and_orchestration.md §2.2, §3.2, §4.4): an AUTO scope inside a
+simpler / pypto (docs/upstream.md §6.2, §3, §5.4): an AUTO scope inside a
 MANUAL one is rejected (error 5) and pypto rejects MANUAL inside MANUAL; ring = min(depth, 3);
 a TaskId is a C++ local of the PTO2_SCOPE that produced it; a scope's buffers are freed
 when it ends.

@@ -1,5 +1,5 @@
 // pgraph test double of simpler's `orchestration/pto_arg_with_deps.h`: CoreTaskArgs with an
-// inline dependency list (runtime_and_orchestration.md §1.3). Generated pypto code does not use
+// inline dependency list (docs/upstream.md §2.3). Generated pypto code does not use
 // it; it is here so the header set matches the real one. No simpler code was copied.
 #pragma once
 

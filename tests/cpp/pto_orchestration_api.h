@@ -4,7 +4,7 @@
 // simpler 6ebaf7715's `orchestration/pto_orchestration_api.h`, `runtime/pto_types.h`,
 // `runtime/pto_submit_types.h`, `runtime/tensor_create_info.h` and
 // `src/common/task_interface/{tensor,task_args,data_type,pto_task_id,arg_direction}.h` as the
-// ABI reference describes them (qwen3_14b_decode_abi.md §8, runtime_and_orchestration.md §1):
+// docs/upstream.md describes them (§8.12, §2):
 // accessors where the real header has accessors, the DataType order and values, a uint8_t ring
 // in PTO2TaskId, non-copyable variadic Arg, get_element_size, TaskOutputTensors holding pointers,
 // the ops table with a pending scope mode. No simpler code was copied; bodies and private

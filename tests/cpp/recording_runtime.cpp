@@ -1,7 +1,7 @@
 // pgraph recording runtime: implements tests/cpp/pto_orchestration_api.h by recording every
 // submit instead of running it. It models what decides the task graph in simpler's
-// tensormap_and_ringbuffer runtime (pgraph reference runtime_and_orchestration.md §1.4,
-// §3.2, §4.1, §4.3), independently of pgraph's Python planner:
+// tensormap_and_ringbuffer runtime (docs/upstream.md §2.4,
+// §3, §5.1, §5.3), independently of pgraph's Python planner:
 //   - scopes: a stack with AUTO/MANUAL modes, the mode read from the runtime's pending scope
 //     mode; depth 0 is the executor's root scope; ring = min(depth, 3); AUTO inside MANUAL is
 //     fatal 5; at most 64 levels;
@@ -629,7 +629,7 @@ bool recorder_write(const char* path) {
     return fclose(f) == 0;
 }
 
-// ---- deps.json (pgraph reference runtime_and_orchestration.md §6.1) ----
+// ---- deps.json (docs/upstream.md §2.7) ----
 namespace {
 
 const char* dtype_name(DataType t) {

@@ -1,16 +1,16 @@
-"""The calling interface of simpler's qwen3_14b_decode orchestration, typed by hand from the ABI reference.
+"""The calling interface of simpler's qwen3_14b_decode orchestration, typed by hand.
 
-Source: pgraph reference `qwen3_14b_decode_abi.md` (simpler 6ebaf7715, the generated
-`decode_fwd_layers.cpp`): §1.2 the 20 orchestration tensors and their test shapes, §1.3 the
-dimensions read at run time, §2 the allocations, views and carried bindings, §3.1/§3.2/§3.3 every
-kernel function with its ordered tensor slots and scalars, §4 every submit site in program order
-with its loops, flags, block counts and explicit deps, §6 the kernel_config.py keys. Nothing here
-is derived from pgraph's code or output: `expected_run(layers)` walks §4's loops and writes out,
-for each submit, what §3 says it passes. Tests compare a recorded run with it submit by submit.
+Source: docs/upstream.md §8 (simpler 6ebaf7715, the generated
+`decode_fwd_layers.cpp`): §8.3 the 20 orchestration tensors and their test shapes, §8.4 the
+dimensions read at run time, §8.5 the allocations, views and carried bindings, §8.6/§8.7/§8.8 every
+kernel function with its ordered tensor slots and scalars, §8.9 every submit site in program order
+with its loops, flags, block counts and explicit deps, §6.7 the kernel_config.py keys. Nothing here
+is derived from pgraph's code or output: `expected_run(layers)` walks §8.9's loops and writes out,
+for each submit, what §8.6-8.8 says it passes. Tests compare a recorded run with it submit by submit.
 
 Buffers are named symbolically: ("ext", k) is orchestration tensor k; ("alloc0", r) get_ref r of
 the entry's `alloc_0`; ("alloc1", i, r) / ("alloc2", i, r) get_ref r of layer i's `alloc_1` /
-`alloc_2`. The carried bindings (§2.4): `cur*` of layer i is alloc_0's cur for i = 0, else layer
+`alloc_2`. The carried bindings (§8.5): `cur*` of layer i is alloc_0's cur for i = 0, else layer
 i-1's next_hidden; `normed*` likewise with next_normed. Deps name submits by their label.
 """
 
@@ -20,7 +20,7 @@ import math
 
 import attrs
 
-# ---- §1.2: the test shapes ------------------------------------------------------------------------
+# ---- §8.3: the test shapes ------------------------------------------------------------------------
 BATCH = 16
 HIDDEN = 5120
 KV_HIDDEN = 1024
@@ -33,10 +33,10 @@ CACHE_ROWS = NUM_PAGES * 8 * 128           # 704,512 rows per layer
 HEAD_DIM = 128
 HEADS = 40
 
-#: DataType values (§8: FLOAT32 0, FLOAT16 1, INT32 2, INT16 3, INT8 4, UINT8 5, BFLOAT16 6, ...)
+#: DataType values (§8.12: FLOAT32 0, FLOAT16 1, INT32 2, INT16 3, INT8 4, UINT8 5, BFLOAT16 6, ...)
 F32, I32, U8, BF16 = 0, 2, 5, 6
 
-#: (name, DataType value, shape) of orchestration tensor k, k = 0..19 (§1.2)
+#: (name, DataType value, shape) of orchestration tensor k, k = 0..19 (§8.3)
 EXTERNAL: list[tuple[str, int, tuple[int, ...]]] = [
     ("hidden_states", BF16, (BATCH, HIDDEN)),
     ("input_rms_weight", F32, (LAYERS, HIDDEN)),
@@ -61,7 +61,7 @@ EXTERNAL: list[tuple[str, int, tuple[int, ...]]] = [
 ]
 assert LAYERS * CACHE_ROWS == 28180480 and LAYERS * HIDDEN == 204800 and LAYERS * INTER == 696320
 
-#: §2.1 alloc_0 and §2.2 alloc_1 / alloc_2: (name, DataType value, shape) in get_ref order
+#: §8.5 alloc_0 and §8.5 alloc_1 / alloc_2: (name, DataType value, shape) in get_ref order
 ALLOC0 = [("pa_metadata", U8, (27840,)), ("pa_workspace", U8, (66132544,)), ("cur", F32, (BATCH, HIDDEN)),
           ("normed", BF16, (BATCH, HIDDEN))]
 ALLOC1 = [("next_hidden", F32, (BATCH, HIDDEN)), ("next_normed", BF16, (BATCH, HIDDEN)),
@@ -79,12 +79,12 @@ def table_bytes(table: list[tuple[str, int, tuple[int, ...]]]) -> int:
     return sum(math.prod(shape) * ELEMENT_BYTES[d] for _, d, shape in table)
 
 
-# the totals the reference states (§2.1, §2.2): a check of the tables above as typed
+# the totals the reference states (§8.5, §8.5): a check of the tables above as typed
 assert (table_bytes(ALLOC0), table_bytes(ALLOC1), table_bytes(ALLOC2)) == (66_651_904, 1_278_016, 3_932_224)
 
 Buffer = tuple[object, ...]
 
-# ---- §2: buffers of each name -----------------------------------------------------------------------
+# ---- §8.5: buffers of each name -----------------------------------------------------------------------
 
 
 def ext(k: int) -> Buffer:
@@ -104,12 +104,12 @@ def a2(i: int, name: str) -> Buffer:
 
 
 def cur(i: int) -> Buffer:
-    """`cur*` of layer i (§2.4): alloc_0's cur, then the previous layer's next_hidden."""
+    """`cur*` of layer i (§8.5): alloc_0's cur, then the previous layer's next_hidden."""
     return a0("cur") if i == 0 else a1(i - 1, "next_hidden")
 
 
 def normed(i: int) -> Buffer:
-    """`normed*` of layer i (§2.4)."""
+    """`normed*` of layer i (§8.5)."""
     return a0("normed") if i == 0 else a1(i - 1, "next_normed")
 
 
@@ -146,12 +146,12 @@ def INOUT(b: Buffer, offset: int = 0, shape: tuple[int, ...] | None = None) -> S
 
 
 def OUT(b: Buffer) -> Slot:  # noqa: N802
-    return Slot("OUTPUT_EXISTING", b)   # §0: every add_output passes an existing tensor
+    return Slot("OUTPUT_EXISTING", b)   # §8.2: every add_output passes an existing tensor
 
 
 @attrs.frozen
 class Submit:
-    """One submit site instance (§4): label, kind (aic / aiv / mix / dummy), func ids, block_num,
+    """One submit site instance (§8.9): label, kind (aic / aiv / mix / dummy), func ids, block_num,
     early-resolve, sync_start, tensor slots, scalar values, explicit deps (labels, append order)."""
 
     label: str
@@ -167,7 +167,7 @@ class Submit:
 
 def task(label: str, kind: str, fid: int, tensors: list[Slot], scalars: list[int] | None = None, bn: int = 1,
          early: bool = False, deps: list[str] | None = None, sync: bool = False) -> Submit:
-    fids = {"aic": (fid, -1, -1), "aiv": (-1, fid, -1), "mix": (11, 12, 12)}[kind]   # §0 submit kinds, §3.3
+    fids = {"aic": (fid, -1, -1), "aiv": (-1, fid, -1), "mix": (11, 12, 12)}[kind]   # §8.2 submit kinds, §8.8
     return Submit(label, kind, fids, bn, early, sync, tuple(tensors), tuple(scalars or ()), tuple(deps or ()))
 
 
@@ -183,13 +183,13 @@ class Alloc:
     layer: int | None
 
 
-# ---- §4: the submits, with §3.2's arguments -----------------------------------------------------------
+# ---- §8.9: the submits, with §8.7's arguments -----------------------------------------------------------
 
 
 def expected_run(layers: int = LAYERS) -> list[Submit | Alloc]:
-    """Every alloc_tensors call and submit of decode_fwd_layers in program order (§2, §4)."""
+    """Every alloc_tensors call and submit of decode_fwd_layers in program order (§8.5, §8.9)."""
     out: list[Submit | Alloc] = [Alloc("alloc0", None)]
-    # E1 pa_tiling, fid 0: s0 = dim0(block_table) / 16, s1 = dim0(k_cache) / (40 * 1024) (§1.3)
+    # E1 pa_tiling, fid 0: s0 = dim0(block_table) / 16, s1 = dim0(k_cache) / (40 * 1024) (§8.4)
     out.append(task("pa_tiling", "aiv", 0, [IN(ext(7)), OUT(a0("pa_metadata"))],
                     [NUM_PAGES // 16, 28180480 // (40 * 1024)], early=True))
     out.append(dummy("barrier0"))                                                             # E2
@@ -203,10 +203,10 @@ def expected_run(layers: int = LAYERS) -> list[Submit | Alloc]:
 
 
 def layer(i: int) -> list[Submit | Alloc]:
-    """The submits of layer i (§4 L1..L44) with the arguments of §3.2 / §3.3."""
+    """The submits of layer i (§8.9 L1..L44) with the arguments of §8.7 / §8.8."""
     L = f"@{i}"  # noqa: N806 - label suffix
-    prev = "x_gamma0" if i == 0 else f"dcr_xgamma@{i - 1}"   # prev_normed_tid[0] (§5)
-    base = i * HIDDEN                                          # layer_hidden_base (§1.4)
+    prev = "x_gamma0" if i == 0 else f"dcr_xgamma@{i - 1}"   # prev_normed_tid[0] (§8.10)
+    base = i * HIDDEN                                          # layer_hidden_base (§8.4)
     out: list[Submit | Alloc] = [Alloc("alloc1", i), Alloc("alloc2", i)]
     out.append(dummy("seed_dummy" + L))                                                                    # L1
     out.append(task("attn_out_seed" + L, "aiv", 3, [IN(a1(i, "attn_out"))], early=True))                 # L2
@@ -224,7 +224,7 @@ def layer(i: int) -> list[Submit | Alloc]:
                     early=True, deps=["kv_seed" + L]))                                                   # L8
     out.append(task("v_proj" + L, "aic", 10, [INOUT(a1(i, "v_proj")), IN(normed(i)), IN(ext(4))], [base], bn=10,
                     early=True, deps=["kv_seed" + L]))                                                   # L9
-    # L10, §3.3: 17 tensors, s0 = layer_cache_base = i * (dim0(k_cache) / 40)
+    # L10, §8.8: 17 tensors, s0 = layer_cache_base = i * (dim0(k_cache) / 40)
     tnd = (BATCH, HEADS, HEAD_DIM)
     out.append(task("attention" + L, "mix", 11, [
         INOUT(a1(i, "attn_out"), 0, tnd), INOUT(a1(i, "q_tnd_flat"), 0, tnd), INOUT(ext(12)), INOUT(ext(13)),
@@ -235,7 +235,7 @@ def layer(i: int) -> list[Submit | Alloc]:
         deps=["q_proj" + L, "k_proj" + L, "v_proj" + L, "rms_recip" + L, "pa_tiling", "attn_out_seed" + L,
               "mlp_out_seed" + L]))
     out.append(dummy("out_proj_dummy" + L, ["attention" + L]))                                            # L11
-    attn2d = IN(a1(i, "attn_out"))                      # attn_out2d: the [16, 5120] reshape back (§2.3)
+    attn2d = IN(a1(i, "attn_out"))                      # attn_out2d: the [16, 5120] reshape back (§8.5)
     out_tiles: list[str] = []
     for t in range(26):                                                                                  # L12
         out.append(task(f"out_proj[{t}]" + L, "aic", 13, [attn2d, IN(ext(14)), INOUT(a2(i, "attn_proj_fp32"))],
@@ -290,10 +290,10 @@ def layer(i: int) -> list[Submit | Alloc]:
     return out
 
 
-# ---- §3.1 and §6: kernel_config.py --------------------------------------------------------------------
+# ---- §8.6 and §6.7: kernel_config.py --------------------------------------------------------------------
 
 #: fid -> (kernel_config name, core_type, source relative to the example's kernels/ folder, external,
-#: signature of the tensor parameters) (§3.1; the signature column; §6.2 "name" for the MIX parts)
+#: signature of the tensor parameters) (§8.6; the signature column; §6.7 "name" for the MIX parts)
 KERNEL_TABLE: dict[int, tuple[str, str, str, bool, list[str]]] = {
     0: ("paged_attention_tiling_cce", "aiv", "vendor/paged_attention_cce/tiling/entry.cpp", True, ["IN", "OUT"]),
     1: ("copy_hidden", "aiv", "aiv/copy_hidden.cpp", False, ["OUT", "IN"]),
@@ -336,8 +336,8 @@ KERNEL_TABLE: dict[int, tuple[str, str, str, bool, list[str]]] = {
     36: ("copy_out", "aiv", "aiv/copy_out.cpp", False, ["OUT", "IN"]),
 }
 
-#: ORCHESTRATION signature per orchestration tensor (§6.2 writes IN for 0..18 and OUT for 19 from
-#: pypto-lib's declarations; §1.2 and §6.4: the attention writes k_cache and v_cache, and the test
+#: ORCHESTRATION signature per orchestration tensor (§6.7 writes IN for 0..18 and OUT for 19 from
+#: pypto-lib's declarations; §8.3 and §8.11: the attention writes k_cache and v_cache, and the test
 #: CALLABLE marks them INOUT so that simpler copies both pools back. A build that must keep the
 #: updated caches takes the CALLABLE's directions.)
 ORCH_SIGNATURE = ["IN"] * 12 + ["INOUT", "INOUT"] + ["IN"] * 5 + ["OUT"]

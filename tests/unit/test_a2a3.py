@@ -6,7 +6,7 @@ orchestration is compiled with `g++ -std=c++17 -Wall -Werror`, linked with it, r
 tensors, and the recorded graph must equal pgraph's fully expanded instance graph: tasks in
 submission order (kernel, blocks, flags, scope depth/mode, ring), every argument region,
 explicit/creator/inferred edges and dep entries. The HEAD numbers asserted on the recorded
-graph come from the reference tables (qwen3_14b_decode_layer.md §2.4), not from pgraph.
+graph come from the reference tables (docs/upstream.md §7.6), not from pgraph.
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def record_for(spec: Path, objs: list[Path], work: Path, **kw: object) -> tuple[
 
 
 def reference_args() -> str:
-    """Driver input with the ABI reference's test shapes (§1.2, typed in tests/unit/abi_reference.py):
+    """Driver input with the example's test shapes (docs/upstream.md §8.3, typed in tests/unit/abi_reference.py):
     MAX_SEQ 5500, a flat block table of 688 entries, 40 x 704,512 cache rows."""
     spelling = {value.value: value.spelling for value in DTYPES.values()}
     return "".join(f"tensor {spelling[d]} {len(shape)} {' '.join(map(str, shape))}\n" for _, d, shape in abi.EXTERNAL)
@@ -385,10 +385,10 @@ def layer_groups(rec: Rec, layers: int) -> list[set[int]]:
 
 
 def test_head_numbers_match_the_reference_tables(head40: Rec) -> None:
-    """qwen3_14b_decode_layer.md §2.4 (HEAD): per layer 265 compute + 12 dummies = 277 submits,
-    432 logical blocks, 632 explicit dep entries (588 distinct); §2.1: 16 per-layer buffers;
-    §3: the layer body is depth 2 / ring 2 (dcr_xgamma and the ALLOCs), the manual scope
-    depth 3 / ring 3; §2.2 setup: pa_tiling, copy_hidden, x_gamma0 (5 blocks), copy_out."""
+    """docs/upstream.md §7.6 (HEAD): per layer 265 compute + 12 dummies = 277 submits,
+    432 logical blocks, 632 explicit dep entries (588 distinct); §7.3: 16 per-layer buffers;
+    §7.9: the layer body is depth 2 / ring 2 (dcr_xgamma and the ALLOCs), the manual scope
+    depth 3 / ring 3; §7.4 setup: pa_tiling, copy_hidden, x_gamma0 (5 blocks), copy_out."""
     rec = head40
     groups = layer_groups(rec, 40)
     assert len(groups) == 40
@@ -426,12 +426,12 @@ def test_head_numbers_match_the_reference_tables(head40: Rec) -> None:
     assert tensormap == [(last_dcr, len(rec.tasks) - 1)]
 
 
-# ---- the calling interface, submit by submit, against the table typed from the ABI reference ------
+# ---- the calling interface, submit by submit, against the table typed from docs/upstream.md §8 ---
 
 
 def buffer_addresses(rec: Rec, expected: list[abi.Submit | abi.Alloc]) -> dict[abi.Buffer, int]:
     """Symbolic buffer -> recorded address: the driver places orchestration tensor k at 2^48 + k 2^40;
-    each alloc_tensors call's outputs are recorded with it, checked here against §2.1 / §2.2."""
+    each alloc_tensors call's outputs are recorded with it, checked here against docs/upstream.md §8.5."""
     addr: dict[abi.Buffer, int] = {("ext", k): (1 << 48) + (k << 40) for k in range(len(abi.EXTERNAL))}
     tables = {"alloc0": abi.ALLOC0, "alloc1": abi.ALLOC1, "alloc2": abi.ALLOC2}
     for j, e in enumerate(expected):
@@ -451,10 +451,10 @@ def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def test_head_calling_interface_equals_the_reference_table(head40: Rec) -> None:
     """For 40 layers, every submit of the recorded run equals the table typed from the ABI
-    reference (§3.1-§3.3, §4): func ids, submit kind, block_num, early/sync_start flags, each
+    reference (docs/upstream.md §8.6-§8.9): func ids, submit kind, block_num, early/sync_start flags, each
     tensor argument's tag, buffer, start offset, shape, strides and dtype, each scalar's value (for
     every layer, layer-dependent ones as formulas of i), and the explicit deps in append order;
-    between them the 81 alloc_tensors calls of §2 with their buffers. 11,085 submits."""
+    between them the 81 alloc_tensors calls of §8.5 with their buffers. 11,085 submits."""
     rec = head40
     expected = abi.expected_run(abi.LAYERS)
     submits = [e for e in expected if isinstance(e, abi.Submit)]
@@ -490,7 +490,7 @@ def test_head_calling_interface_equals_the_reference_table(head40: Rec) -> None:
 
 def test_head_attention_applies_the_cache_base_once(head40: Rec) -> None:
     """The attention receives the whole caches (start offset 0) and the layer's first row as its
-    one scalar; the kernel adds scalar x HEAD_DIM elements to the base (ABI reference §3.2, §3.3),
+    one scalar; the kernel adds scalar x HEAD_DIM elements to the base (docs/upstream.md §8.7, §8.8),
     so layer i reads rows [i * 704,512, (i + 1) * 704,512), inside the 28,180,480 rows of the cache
     for every layer, the last one ending exactly at its end. Had the kernel been passed the
     per-layer view as well, the base would be 2i x 704,512: past the end from layer 20 on."""
@@ -515,7 +515,7 @@ def test_head_attention_applies_the_cache_base_once(head40: Rec) -> None:
 def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
     """kernel_config.py loads through importlib as pypto's compile_and_assemble loads it (a stub
     `simpler.task_interface` gives ArgDirection), and every key and value equals the table typed
-    from the ABI reference §3.1 / §6.2 (func ids, names with the MIX parts _aic / _aiv, sources,
+    from docs/upstream.md §8.6 / §6.7 (func ids, names with the MIX parts _aic / _aiv, sources,
     core types, `external`, signatures of the tensor parameters, the orchestration entry)."""
     files = build_files(HEAD_SPEC)
     cfg = config_module(files, tmp_path)
@@ -533,7 +533,7 @@ def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
         assert (k["name"], k["core_type"], k.get("external", False)) == (name, core, external), k["func_id"]
         assert k["source"] == str(cfg._ROOT_DIR / "kernels" / source), k["func_id"]
         assert k["signature"] == [ArgDirection[d] for d in sig], k["func_id"]
-    # module layout (§6.1): the title comment, the imports, _ROOT_DIR, then the three tables in order
+    # module layout (docs/upstream.md §6.7): the title comment, the imports, _ROOT_DIR, then the three tables in order
     text = files["kernel_config.py"]
     assert text.splitlines()[0] == "# Kernel and Orchestration Configuration"
     tree = ast.parse(text)
@@ -603,14 +603,14 @@ def test_variant_762_compiles_and_matches(runtime_objects: list[Path], tmp_path:
 def test_head_file_shape() -> None:
     files = build_files(HEAD_SPEC)
     cpp = files["orchestration/decode_fwd_layers.cpp"]
-    # 20 external tensors and no scalar (ABI reference §1.1)
+    # 20 external tensors and no scalar (docs/upstream.md §8.3)
     assert ".expected_arg_count = 20," in cpp
     assert cpp.count("orch_args.scalar(") == 0
-    # 20 bindings, and the two dimensions read at run time (§1.3: tensor 8 dim 0, tensor 12 dim 0)
+    # 20 bindings, and the two dimensions read at run time (§8.4: tensor 8 dim 0, tensor 12 dim 0)
     assert cpp.count("orch_args.tensor(") == 22
     assert "(int64_t)orch_args.tensor(8).ref().shapes[0];" in cpp
     assert "(int64_t)orch_args.tensor(12).ref().shapes[0];" in cpp
-    # entry: alloc_0; layer body: alloc_1 and alloc_2 (§2.2) -> three alloc_tensors calls in the text
+    # entry: alloc_0; layer body: alloc_1 and alloc_2 (§8.5) -> three alloc_tensors calls in the text
     assert cpp.count("= alloc_tensors(") == 3
     assert cpp.count("PTO2_SCOPE(PTO2ScopeMode::MANUAL)") == 2  # x_gamma0's scope, the layer's scope
     assert cpp.count("PTO2_SCOPE()") == 4  # entry, copy_hidden's loop body, the layer body, copy_out's loop body
@@ -630,7 +630,7 @@ def test_head_file_shape() -> None:
     # residual_rms_cast c waits on out_proj tiles 10c..10c+9; post_rms_reduce on all 50 slots
     assert "for (int64_t t = c * 10; t < c * 10 + 10; ++t) {" in cpp
     assert re.search(r"PTO2TaskId \w+_deps\[50\];", cpp)
-    # the five cast slices and the five gate/up chunks pick their func ids per task (§3.1: 15..19, 21..30)
+    # the five cast slices and the five gate/up chunks pick their func ids per task (§8.6: 15..19, 21..30)
     assert re.search(r"_fids\[5\] = \{15, 16, 17, 18, 19\};", cpp)
     assert re.search(r"_fids\[5\] = \{21, 23, 25, 27, 29\};", cpp)
     assert re.search(r"_fids\[5\] = \{22, 24, 26, 28, 30\};", cpp)
@@ -650,7 +650,7 @@ def test_loops_stay_loops() -> None:
 
 
 def test_build_reads_max_seq_dependent_sizes_at_run_time() -> None:
-    """The C++ bakes no MAX_SEQ-dependent literal (ABI reference §1.3): built for MAX_SEQ 4096
+    """The C++ bakes no MAX_SEQ-dependent literal (docs/upstream.md §8.4): built for MAX_SEQ 4096
     (the spec's planning value) and 5500 (the example's test), the files differ in the overrides
     comment only."""
     default = build_files(HEAD_SPEC)
@@ -663,7 +663,7 @@ def test_build_reads_max_seq_dependent_sizes_at_run_time() -> None:
 
 
 def test_dtype_table_follows_the_real_enum() -> None:
-    # ABI reference §8: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT8, BFLOAT16, INT64, UINT64, UINT16,
+    # docs/upstream.md §8.12: FLOAT32, FLOAT16, INT32, INT16, INT8, UINT8, BFLOAT16, INT64, UINT64, UINT16,
     # UINT32, BOOL, FP8E4M3FN, FP8E8M0, FP4E2M1 with values 0..14
     order = ["FLOAT32", "FLOAT16", "INT32", "INT16", "INT8", "UINT8", "BFLOAT16", "INT64", "UINT64", "UINT16",
              "UINT32", "BOOL", "FP8E4M3FN", "FP8E8M0", "FP4E2M1"]

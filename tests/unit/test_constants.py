@@ -1,6 +1,6 @@
 """specs/qwen3_14b.pgl holds every integer constant of reference §1, with its value.
 
-The expected values are typed from the reference tables (qwen3_14b_decode_layer.md §1.1-1.3),
+The expected values are typed from the reference tables (docs/upstream.md §7.2),
 not read from pgraph; derived constants are checked against the table's number.
 """
 

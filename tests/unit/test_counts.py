@@ -1,7 +1,7 @@
 """Per-layer and whole-program counts of the HEAD and #762 specs against the reference table.
 
-Every expected number is derived by hand from /work/shared/reference/qwen3_14b_decode_layer.md
-(§2.2 task table at T1 = #762, §2.3 T1 edge list, §2.4 HEAD deltas, §4 decode_fwd_layers
+Every expected number is derived by hand from the task tables of docs/upstream.md
+(§7.4 task table at T1 = #762, §7.5 T1 edge list, §7.6 HEAD deltas, §7.10 decode_fwd_layers
 entry); the comment next to each number shows the sum. `_layer_model` re-derives the same
 numbers from the reference rows as a function of the two wave constants, a second,
 independent check of the literal table. The planner's report JSON is read through the CLI

@@ -151,7 +151,7 @@ def test_window_work_of_fa_fused_by_hand() -> None:
     program = compile_program(HEAD_SPEC, Options(), bag)
     assert program is not None
     d = program.dispatch("fa_fused")
-    # paged_attention_rope_cce: 18 parameters, 17 tensors + 1 scalar (ABI reference §3.3); accesses:
+    # paged_attention_rope_cce: 18 parameters, 17 tensors + 1 scalar (docs/upstream.md §8.8); accesses:
     # the 7 clauses of the task body (attn_out_tnd write; k_cache, v_cache, pa_metadata read and
     # write) + by direction for the other 13 tensors: 2 inout x 2 (query, workspace) + 11 in = 22
     assert len(d.args) == 18 and len(d.accesses) == 22

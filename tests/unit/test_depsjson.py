@@ -2,7 +2,7 @@
 
 The recording runtime (tests/cpp/recording_runtime.cpp, `recorder_write_deps_json`) is a C++
 model of simpler's submit path that lists every edge as dep_gen does (reference
-runtime_and_orchestration.md §6.1): one record per explicit dep entry, per creator argument, per
+docs/upstream.md §2.7): one record per explicit dep entry, per creator argument, per
 overlapping TensorMap entry. The generated orchestration of a build is compiled, run on the
 recorder, and its deps.json must equal pgraph's export field by field: tasks and tensors in
 order, edges as a multiset (the explicit records' order is the C++ append order, which the
@@ -83,7 +83,7 @@ def test_export_import_round_trip_head_40_is_lossless() -> None:
     assert back.tasks == g.tasks and back.tensors == g.tensors and back.edges == g.edges
     assert render(back) == text
     # 40 x 277 submits + 5 entry submits (pa_tiling, prev_out, copy_hidden, x_gamma0, copy_out):
-    # qwen3_14b_decode_layer.md §2.4 and test_a2a3's reference counts (10,604 compute + 481 dummies)
+    # docs/upstream.md §7.6 and test_a2a3's reference counts (10,604 compute + 481 dummies)
     assert len(g.tasks) == 10_604 + 481
 
 
@@ -186,7 +186,7 @@ def test_diff_reports_exactly_the_mutation_of_a_recorded_capture(mutation: str, 
 
 
 def test_diff_762_against_head(capsys: pytest.CaptureFixture[str]) -> None:
-    """qwen3_14b_decode_layer.md §2.2 (T1 = #762) vs §2.4 (HEAD), per layer: rope_qkv removed (#796)
+    """docs/upstream.md §7.4 (T1 = #762) vs §7.6 (HEAD), per layer: rope_qkv removed (#796)
     and fa_fused's extern now takes q/k/v_proj and rms_recip as deps; gate/up: 85 + 85 at-tasks
     replaced by the critical wave (5 + 5 spmd(6), 55 + 55 late at-tasks, 5 + 5 dummies, #794);
     316 -> 265 compute tasks, 2 -> 12 dummies (318 -> 277 submits), 464 -> 432 blocks,

@@ -245,7 +245,7 @@ def test_head_clusters(head_text: str) -> None:
     assert labels["cluster_2"] == f"scope #2 (line {setup})\\lmanual · depth 2 · ring 2\\l"
     assert labels["cluster_3"] == "for L in 0..40 (40 iterations, L=1 drawn)\\lauto · depth 2 · ring 2\\l"
     assert labels["cluster_4"] == f"scope #4 (line {layer})\\lmanual · depth 3 · ring 3\\l"
-    # copy_hidden and copy_out sit in one-trip loops (pl.parallel(0, 16, 16), ABI reference §5)
+    # copy_hidden and copy_out sit in one-trip loops (pl.parallel(0, 16, 16), docs/upstream.md §8.10)
     assert labels["cluster_1"] == "for cb in 0..1 (1 iteration, cb=0 drawn)\\lauto · depth 2 · ring 2\\l"
     assert labels["cluster_5"] == "for ob in 0..1 (1 iteration, ob=0 drawn)\\lauto · depth 2 · ring 2\\l"
 

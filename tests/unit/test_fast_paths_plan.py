@@ -131,3 +131,20 @@ def test_reference_mode_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -
         assert reference_mode() is on
     monkeypatch.delenv("PGRAPH_REFERENCE")
     assert not reference_mode()
+
+
+def test_reference_mode_takes_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PGRAPH_REFERENCE=a,b switches off the named fast paths only; 1 or any other value all."""
+    from pgraph.fastpath import FAST_PATHS
+
+    monkeypatch.setenv("PGRAPH_REFERENCE", "lalr,steady-jump")
+    assert reference_mode("lalr") and reference_mode("steady-jump")
+    assert not reference_mode("race-numpy") and not reference_mode("query-cache")
+    assert not reference_mode()  # not every one is off
+    for value in ("1", "yes", "lalr,no-such-path"):
+        monkeypatch.setenv("PGRAPH_REFERENCE", value)
+        assert reference_mode() and all(reference_mode(n) for n in FAST_PATHS)
+    monkeypatch.setenv("PGRAPH_REFERENCE", "0")
+    assert not any(reference_mode(n) for n in FAST_PATHS)
+    with pytest.raises(ValueError, match="not a fast path"):
+        reference_mode("no-such-path")

@@ -1,7 +1,7 @@
 """Comparators (pgraph.backends.numpy.compare) against hand-counted cases.
 
 Thresholds are typed from their sources: reference §5 (single-layer check: ratio_allclose
-atol = rtol = 3e-3, max_error_ratio 0.02) and optimisation_history.md "Measurement surface"
+atol = rtol = 3e-3, max_error_ratio 0.02) and docs/upstream.md §10.1
 (tier harness, #241: atol = rtol = 5e-3; 1 layer 1.000, 10 layers 0.999, 40 layers 0.98;
 1-10-layer counts at 3e-3 up to 80 of 81,920). Every expected count below is set up by hand.
 """

@@ -107,7 +107,7 @@ def test_cli_run_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_attn_out_seed_touches_nothing_and_pad_rows_stay_zero() -> None:
-    """attn_out_seed's body is empty (ABI reference §3.1, fid 3): its task declares no access, so
+    """attn_out_seed's body is empty (docs/upstream.md §8.6, fid 3): its task declares no access, so
     dropping its edge to the attention is no race and changes no number; the live batch of 5
     leaves 11 pad rows, which the attention writes as zeros (the model in attention.py)."""
     session = numpy_session(HEAD_SPEC, Options(config="small", layers=1), batch=5)
@@ -238,8 +238,8 @@ def test_kernel_sees_poison_outside_its_declared_reads(tmp_path: Path, monkeypat
 
 
 def test_a_cache_view_plus_the_row_offset_faults_from_layer_one(tmp_path: Path) -> None:
-    """The attention adds cache_row_offset to the base of the caches it is passed (ABI reference
-    §3.3). Passing the layer's slab as a view *and* the offset applies the base twice: layer 0 is
+    """The attention adds cache_row_offset to the base of the caches it is passed (docs/upstream.md
+    §8.8). Passing the layer's slab as a view *and* the offset applies the base twice: layer 0 is
     still right (base 0), layer 1 reaches rows outside the slab the task declares, a KernelFault."""
     spec = tmp_path / "double_base.pgl"
     text = HEAD_SPEC.read_text(encoding="utf-8")

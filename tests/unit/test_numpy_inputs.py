@@ -1,7 +1,7 @@
 """Input fixtures and per-layer tensors drawn on demand (pgraph.backends.numpy.inputs).
 
 Distributions are typed from their sources: today's fixture from reference §5
-(`random_inputs`), the tier fixture from optimisation_history.md "Measurement surface".
+(`random_inputs`), the tier fixture from docs/upstream.md §10.1.
 Sample-statistic tolerances are a few standard errors of the sample size at hand.
 """
 

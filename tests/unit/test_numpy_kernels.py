@@ -27,7 +27,7 @@ def test_rms_recip_by_hand() -> None:
 
 
 def test_x_gamma0_rounds_to_bf16_in_its_block_columns() -> None:
-    # HIDDEN = 10: block 1 of 5 covers columns 2..3 (ABI reference §3.2 fid 2), gamma row 0
+    # HIDDEN = 10: block 1 of 5 covers columns 2..3 (docs/upstream.md §8.7 fid 2), gamma row 0
     x = np.full((1, 10), 1.0 / 3.0, dtype=np.float32)
     gamma = np.ones((2, 10), dtype=np.float32)
     gamma[1] = 7.0                                   # another layer's row: never read

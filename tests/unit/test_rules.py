@@ -1,7 +1,7 @@
 """Planner rules on the real specs and on the issue's derived variants.
 
-Expected values come from the reference (qwen3_14b_decode_layer.md §2.1-2.4, §6-7;
-runtime_and_orchestration.md §3.3, §4), worked out by hand, not from pgraph's output.
+Expected values come from the reference (docs/upstream.md §7.3-7.6, §7.12-7.13;
+§4, §5), worked out by hand, not from pgraph's output.
 """
 
 from __future__ import annotations

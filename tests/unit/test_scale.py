@@ -412,7 +412,7 @@ def test_committed_bench_specs_are_generated() -> None:
 
 
 def test_prefill_totals_by_formula() -> None:
-    """optimisation_history.md, "Task count is a first-order cost" (#662): 351,050 -> 31,706."""
+    """docs/upstream.md §10.2, "Task count is a first-order cost" (#662): 351,050 -> 31,706."""
     assert prefill.expected_tasks(prefill.FINE)["total"] == 351_050
     assert prefill.expected_tasks(prefill.PHASED)["total"] == 31_706
 

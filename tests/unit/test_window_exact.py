@@ -147,7 +147,7 @@ def test_loop_inside_a_loop_is_expanded_in_full(tmp_path: Path, outer: int, wind
     # by hand, ring 3 (the inner body scope at depth 3, one t per instance): the inout k(x) chain gives each t
     # one TensorMap edge to the next t; the last t of an outer iteration feeds the 4 t's of the next
     # through c, the edge to the first of them merged with its TensorMap edge (simpler dedups per
-    # producer per submission, runtime_and_orchestration.md §6): 4 entries, else 1
+    # producer per submission, docs/upstream.md §2.7): 4 entries, else 1
     ring3 = next(r for r in full["rings"] if r["ring"] == 3)  # type: ignore[attr-defined]
     assert ring3["peak_dep_pool"] == (4 if outer > 1 else 1)
 

@@ -1,6 +1,6 @@
 """simpler's `deps.json` (`--enable-dep-gen`): the typed records, a tolerant reader and a writer.
 
-Format (pgraph reference runtime_and_orchestration.md §6.1; simpler `docs/dfx/dep-gen.md`,
+Format (docs/upstream.md §2.7; simpler `docs/dfx/dep-gen.md`,
 writer `TRB/host/dep_gen_replay.cpp`):
 
 - `tasks[]`: `{task_id, scope "auto"|"manual", early_dispatch, kernel_ids [aic, aiv0, aiv1]

@@ -1,11 +1,11 @@
 """Attention kernels: tiling metadata, QK-norm + NeoX RoPE + paged KV append, paged GQA decode.
 
-Math: qwen3_14b_decode_layer.md §2.6. Per live row b and kv head ki: the projections are
+Math: docs/upstream.md §7.8. Per live row b and kv head ki: the projections are
 scaled by the deferred input inv_rms[b] (it cancels inside QK-norm apart from eps, and
 survives on v); k and the ki-th group of q heads get RMS QK-norm with the layer's norm
 weights and NeoX half-split RoPE at pos = seq_len - 1; k and v are appended to the paged
 cache at row cache_row_offset + slot*NUM_KV_HEADS + ki, q goes to q_tnd[b, head] (bf16).
-The caches arrive whole, as the real extern takes them (ABI reference §3.3: the kernel adds
+The caches arrive whole, as the real extern takes them (docs/upstream.md §8.8: the kernel adds
 cache_row_offset * HEAD_DIM to the caches' base addresses), so the layer's base is applied
 here, once; an access outside the layer's slab the task declares is a KernelFault.
 The block table arrives flat ([BATCH_PAD * pages per sequence], §1.2).

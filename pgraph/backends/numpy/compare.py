@@ -10,8 +10,8 @@ element fails when |a - e| > atol + rtol*|e|, and a comparator allows at most a 
   2^-8 > 3e-3).
 - `depth_tier(N)`: atol = rtol = 5e-3 with pass ratio 1.000 at 1 layer, 0.999 up to 10 layers
   and 0.98 deeper. The tier harness (models/qwen3/14b/qwen3_14b_decode_full.py at
-  f65513d5 / cd736c30; #241 raised atol/rtol to 5e-3), optimisation_history.md
-  "Measurement surface": 1 layer 1.000, 10 layers 0.999, 40 layers 0.98. Depths between
+  f65513d5 / cd736c30; #241 raised atol/rtol to 5e-3), docs/upstream.md
+  §10.1: 1 layer 1.000, 10 layers 0.999, 40 layers 0.98. Depths between
   those points take the next deeper point's threshold (2-10 layers 0.999).
 - `TIER_3E3`: atol = rtol = 3e-3, at most 0.1 % failing. The same harness's 1-10-layer
   counts at 3e-3 (0, 4, 5, 17, 39, 80 of 81,920, i.e. >= 99.902 %; same section), measured

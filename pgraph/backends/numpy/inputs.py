@@ -2,12 +2,12 @@
 
 Fixtures (`FIXTURES`, chosen with `pgraph run --inputs`):
 
-- `current` (default): pypto-lib's golden fixture `random_inputs` (qwen3_14b_decode_layer.md
-  §5): hidden N(0,1) bf16; input/post RMS weights N(1,0.1) f32; q/k norm weights N(1,0.1) f32;
+- `current` (default): pypto-lib's golden fixture `random_inputs` (docs/upstream.md
+  §7.11): hidden N(0,1) bf16; input/post RMS weights N(1,0.1) f32; q/k norm weights N(1,0.1) f32;
   wq, wk, wv, w_gate, w_up N(0,0.02) bf16; wo N(0,0.0006) bf16; w_down N(0,0.0004) bf16;
   k_cache N(0,0.01) bf16; v_cache N(0.3,0.02) bf16; seq_lens uniform in [1, MAX_SEQ].
 - `tier`: the fixture of the tier harness (models/qwen3/14b/qwen3_14b_decode_full.py at
-  f65513d5 / cd736c30, optimisation_history.md "Measurement surface"): hidden U(-0.5,0.5);
+  f65513d5 / cd736c30, docs/upstream.md §10.1): hidden U(-0.5,0.5);
   input RMS weight U(-0.5,0.5); wq/wk/wv U(0,1)/sqrt(HIDDEN); wo, w_gate, w_up
   U(-0.5,0.5)/sqrt(HIDDEN); w_down U(-0.5,0.5)/sqrt(INTERMEDIATE); q/k norm and post norm
   weights all ones; k/v cache U(-0.5,0.5); seq_lens uniform in [1, 128]. (HIDDEN = 5120 and

@@ -1,7 +1,7 @@
 """Per-block NumPy kernels of the decode layer: seeds, copies, norms, split-K matmuls, SwiGLU.
 
-A kernel is `fn(ctx, *args)` with the arguments of the real kernel, in its order (ABI reference
-qwen3_14b_decode_abi.md §3.2): what the orchestration passes (mostly whole tensors), then the
+A kernel is `fn(ctx, *args)` with the arguments of the real kernel, in its order (docs/upstream.md
+§8.7): what the orchestration passes (mostly whole tensors), then the
 scalars as ints. Like the real kernel it works out its block's part from `ctx.block_idx` and the
 scalars; the executor hands it a NumPy view when the argument is exactly what the block touches,
 a `GuardedTensor` when the argument is wider than the task body declares (reads outside the
@@ -9,7 +9,7 @@ declared regions see poison, writes outside them fault), and a `RowAccess` for i
 regions. An `atomic_add` part is accumulated with `+=` (the f32 atomic add of the split-K
 matmuls). Tile widths follow from the shapes and the split counts the real kernels compile in
 (5 K slices, 10 out_proj N tiles, 17 MLP N tiles), so the scaled-down `small` config runs the
-same code. Semantics and rounding points follow qwen3_14b_decode_layer.md §2.2, §5, §7. A kernel
+same code. Semantics and rounding points follow docs/upstream.md §7.4, §7.11, §7.13. A kernel
 is registered under the name of the body it implements: an alias (`kernel v_proj = k_proj`)
 runs its base's implementation. The attention kernels live in `pgraph.backends.numpy.attention`.
 """
@@ -28,7 +28,7 @@ from pgraph.backends.numpy.storage import NP_DTYPES, GuardedTensor, KernelFault,
 EPS = 1e-6
 #: Column chunk of rms_recip / post_rms_reduce sums (decode_fwd RMSNORM_K_CHUNK = K_CHUNK = 256).
 NORM_CHUNK = 256
-#: Split counts compiled into the real kernels (ABI reference §3.2): q/k/v_proj and out_proj block
+#: Split counts compiled into the real kernels (docs/upstream.md §8.7): q/k/v_proj and out_proj block
 #: or tile b takes K slice b mod 5 and N tile b div 5; x_gamma0, residual_rms_cast and dcr_xgamma
 #: cover HIDDEN / 5 columns; out_proj has 10 N tiles; gate/up/silu/down use INTERMEDIATE / 17.
 K_SLICES = 5
@@ -131,7 +131,7 @@ def copy_out(ctx: BlockContext, out: Tensor, cur: Tensor, row0: int) -> None:
 # ---- seeds -----------------------------------------------------------------------------------
 @kernel("attn_out_seed")
 def attn_out_seed(ctx: BlockContext, attn_out: Tensor) -> None:
-    """fid 3: the body is empty (no load, no store; ABI reference §3.1)."""
+    """fid 3: the body is empty (no load, no store; docs/upstream.md §8.6)."""
 
 
 @kernel("zero_pad_rows")
