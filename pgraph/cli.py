@@ -89,6 +89,17 @@ def _picture_options(p: argparse.ArgumentParser, prefix: str) -> None:
                                  "declaration), phase (a phase block), loop (everything inside an outermost loop)")
 
 
+def _a2a3_options(p: argparse.ArgumentParser) -> None:
+    """`--layout`, `--target-config`: the a2a3 emitter's options (pgraph.backends.a2a3.config)."""
+    p.add_argument("--layout", choices=("pypto", "runtime"),
+                   help="--target a2a3: where the orchestration goes: pypto = orchestration/<entry>.cpp (as pypto "
+                        "writes it), runtime = kernels/orchestration/<entry>.cpp (the runtime's example tree) "
+                        "(default: the target configuration's, pypto)")
+    p.add_argument("--target-config", action="append", default=[], metavar="FILE.toml",
+                   help="--target a2a3: a TOML file laid out like pgraph/backends/a2a3/a2a3.toml (the devkit include "
+                        "folders of extern kernels, the layout) whose keys replace the packaged ones; repeatable")
+
+
 def version_text() -> str:
     """What `pgraph --version` prints: pgraph's version, the version of the Lark module pgraph
     imports, and the digest (`grammar_digest`: CRC-32 and byte length) of the grammar it reads."""
@@ -177,6 +188,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                            help="output directory (written only when the plan has no errors)")
         _picture_options(build, "--target dot: ")
+        _a2a3_options(build)
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
                                      "a swimlane trace, comparisons, stalls")
     if want("sim"):
@@ -357,6 +369,24 @@ def _dot_target(args: argparse.Namespace) -> Emitter:
     return attrs.evolve(base, view=view)
 
 
+def _a2a3_target(args: argparse.Namespace) -> Emitter:
+    """The registered a2a3 emitter with `--layout` and the `--target-config` files (checked now,
+    before planning: a bad file is a usage error)."""
+    from pgraph.backends.a2a3 import A2A3Target
+    from pgraph.backends.a2a3.config import load_config
+    from pgraph.backends.target import TargetRefused, emitter
+    from pgraph.kinds import InternalError
+
+    base = emitter("a2a3")
+    if not isinstance(base, A2A3Target):
+        raise InternalError(f"the registered a2a3 emitter is a {type(base).__name__}, not an A2A3Target")
+    try:
+        load_config(args.target_config, args.layout)
+    except TargetRefused as err:
+        raise UsageError(str(err)) from None
+    return attrs.evolve(base, layout=args.layout, config_files=tuple(args.target_config))
+
+
 def _picture_given(args: argparse.Namespace) -> bool:
     return any(getattr(args, name, None) is not None for name in ("focus", "depth", "collapse"))
 
@@ -484,6 +514,11 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise UsageError(f"--focus, --depth and --collapse shape the Graphviz picture: options of --target dot, "
                              f"not of --target {args.target}")
         out = _dot_target(args)
+    if args.layout is not None or args.target_config:
+        if args.target != "a2a3":
+            raise UsageError(f"--layout and --target-config configure the a2a3 output: options of --target a2a3, "
+                             f"not of --target {args.target}")
+        out = _a2a3_target(args)
     opts = _for_target(_options(args), out)
     plan, bag = plan_program(args.spec, opts)
     if args.format == "json":
