@@ -259,50 +259,13 @@ class Driver:
         """
         states, rules, units, reduce = self.states, self.rules, self.units, self._reduce
         unit_goto = self.unit_goto
-        lexer_of = [self.lexers[i] for i in self.state_lexer]
-        scanners, scanner = self.scanners, self._scanner
-        ignore, newline = self.ignore, self.newline
+        scan = self._scan
         methods: dict[str, tuple[Any, bool]] = {}
         state_stack = [self.start]
         values: list[Any] = []
-        pos, line, line_start, size = 0, 1, 0, len(text)
+        where = (0, 1, 0)   # pos, line, line_start of the next token
         while True:
-            if pos < size:
-                # the token: the first terminal of all that matches, when it is this state's;
-                # a keyword re-typed from the regex terminal it is embedded in (Lark's lexer)
-                char = text[pos]
-                got = (scanners[char] if char in scanners else scanner(char))(text, pos)
-                if got is None:
-                    raise Fallback
-                scanned, value = got
-                if scanned in ignore:  # whitespace, a comment: in every state's lexer (checked in __init__)
-                    end = pos + len(value)
-                    if scanned in newline:
-                        n = text.count("\n", pos, end)
-                        if n:
-                            line += n
-                            line_start = text.rindex("\n", pos, end) + 1
-                    pos = end
-                    continue
-                allowed, ordered, unless = lexer_of[state_stack[-1]]
-                if scanned not in allowed:
-                    scanned, value = self._fallback(text, pos, scanned, ordered)
-                    if scanned in ignore:
-                        raise Fallback  # (cannot happen: an ignored terminal is first wherever it matches)
-                start_line, column = line, pos - line_start + 1
-                if scanned in newline:
-                    n = value.count("\n")
-                    if n:
-                        line += n
-                        line_start = pos + value.rindex("\n") + 1
-                start, pos = pos, pos + len(value)
-                words = unless.get(scanned)
-                ttype = scanned if words is None else words.get(value, scanned)
-                tok = Token(value)
-                tok.type, tok.start_pos, tok.line, tok.column = ttype, start, start_line, column
-                tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
-            else:
-                ttype, tok = "$END", None
+            ttype, tok, where = scan(text, where, state_stack[-1])
             while True:
                 top = state_stack[-1]
                 action = states[top].get(ttype)
@@ -342,6 +305,50 @@ class Driver:
                     if result.__class__ is not _Node:
                         raise Fallback
                     return result.value
+
+    def _scan(self, text: str, where: tuple[int, int, int], state: int
+              ) -> tuple[str, Token | None, tuple[int, int, int]]:
+        """The next token of `text` at `where` (pos, line, line_start) in parser state `state`:
+        (type, token, where after it), ("$END", None, where) at the end. The token is the first
+        terminal of all that matches, when it is this state's; a keyword is re-typed from the
+        regex terminal it is embedded in (Lark's lexer); whitespace and comments are skipped."""
+        pos, line, line_start = where
+        size = len(text)
+        scanners, ignore, newline = self.scanners, self.ignore, self.newline
+        while pos < size:
+            char = text[pos]
+            got = (scanners[char] if char in scanners else self._scanner(char))(text, pos)
+            if got is None:
+                raise Fallback
+            scanned, value = got
+            if scanned in ignore:  # whitespace, a comment: in every state's lexer (checked in __init__)
+                end = pos + len(value)
+                if scanned in newline:
+                    n = text.count("\n", pos, end)
+                    if n:
+                        line += n
+                        line_start = text.rindex("\n", pos, end) + 1
+                pos = end
+                continue
+            allowed, ordered, unless = self.lexers[self.state_lexer[state]]
+            if scanned not in allowed:
+                scanned, value = self._fallback(text, pos, scanned, ordered)
+                if scanned in ignore:
+                    raise Fallback  # (cannot happen: an ignored terminal is first wherever it matches)
+            start_line, column = line, pos - line_start + 1
+            if scanned in newline:
+                n = value.count("\n")
+                if n:
+                    line += n
+                    line_start = pos + value.rindex("\n") + 1
+            start, pos = pos, pos + len(value)
+            words = unless.get(scanned)
+            tok = Token(value)
+            tok.type, tok.start_pos, tok.line, tok.column = scanned if words is None else words.get(value, scanned), \
+                start, start_line, column
+            tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
+            return tok.type, tok, (pos, line, line_start)
+        return "$END", None, (pos, line, line_start)
 
     def _unit_chain(self, below: int, top: int, ttype: str) -> int:
         """The top state after the unit reductions `ttype` starts in state `top` over `below`:
