@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -142,22 +142,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _allow_outside(ap, top=True)
     sub = ap.add_subparsers(dest="command", required=True)
     want = (lambda name: True) if command not in COMMANDS else (lambda name: name == command)
-    check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
-    if want("check"):
-        _common(check)
-        check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
-                           help="stop after a stage and print its stable text dump (ast: the canonical source; "
-                                "ir: the lowered program; graph: the instance graph; plan: the facts)")
-    plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
-    if want("plan"):
-        _common(plan)
-        plan.add_argument("--dot", action="store_true",
-                          help="emit the Graphviz picture instead of the report (-o FILE.svg|png|pdf renders it "
-                               "through Graphviz' dot; any other FILE gets the DOT text)")
-        _picture_options(plan, "")
-        plan.add_argument("--no-budgets", action="store_true",
-                          help="report budget overruns (PG121) as warnings instead of failing: a what-if")
-        plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+    _plan_commands(sub, want)
     run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
                                      "against the dense reference")
     if want("run"):
@@ -178,6 +163,63 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         run.add_argument("--floor", action="store_true",
                          help="also measure the reference against itself with f64 projections (the best pass "
                               "rate any other summation order can expect; one more reference run)")
+    _output_commands(sub, want)
+    dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
+                                      "per-layer counts, diagnostics, critical path")
+    if want("diff"):
+        dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant of both spec sides before folding (repeatable)")
+        side_defines(dif, "OLD", "NEW")
+        dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
+        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        diagnostic_options(dif)
+        dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
+        dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+    _query_commands(sub, want)
+    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
+    if want("fmt"):
+        fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
+        fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
+                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
+    if want("lsp"):
+        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant in every check (repeatable)")
+        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
+        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
+        _allow_outside(lsp)
+    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
+    if want("explain"):
+        explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
+    return ap
+
+
+def _plan_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`check` and `plan` (their options only when `want` them: see build_parser)."""
+    check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
+    if want("check"):
+        _common(check)
+        check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
+                           help="stop after a stage and print its stable text dump (ast: the canonical source; "
+                                "ir: the lowered program; graph: the instance graph; plan: the facts)")
+    plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
+    if want("plan"):
+        _common(plan)
+        plan.add_argument("--dot", action="store_true",
+                          help="emit the Graphviz picture instead of the report (-o FILE.svg|png|pdf renders it "
+                               "through Graphviz' dot; any other FILE gets the DOT text)")
+        _picture_options(plan, "")
+        plan.add_argument("--no-budgets", action="store_true",
+                          help="report budget overruns (PG121) as warnings instead of failing: a what-if")
+        plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+
+
+def _output_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`build`, `sim`, `export`, `import`: the commands that write a target's output or read one."""
     build = sub.add_parser("build", help="check a spec and write the output of a target (device orchestration, picture)")
     if want("build"):
         from pgraph.backends.target import EMITTERS
@@ -207,20 +249,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         imp.add_argument("--format", choices=("text", "json"), default="text",
                          help="text: the summary; json: the normalised deps.json (ids as strings, records merged)")
         imp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
-                                      "per-layer counts, diagnostics, critical path")
-    if want("diff"):
-        dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
-        dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
-        dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant of both spec sides before folding (repeatable)")
-        side_defines(dif, "OLD", "NEW")
-        dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
-        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        diagnostic_options(dif)
-        dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
-        dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+
+
+def _query_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`deps`, `why`, `stats`: the queries on a planned spec (pgraph.commands.query)."""
     deps = sub.add_parser("deps", help="producers and consumers of tasks: provenance and tensor regions of each edge")
     if want("deps"):
         from pgraph.commands.query import add_spec_arguments
@@ -241,23 +273,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from pgraph.commands.query import add_spec_arguments
 
         add_spec_arguments(stats)
-    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
-    if want("fmt"):
-        fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
-        fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
-    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
-                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
-    if want("lsp"):
-        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant in every check (repeatable)")
-        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
-        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
-        _allow_outside(lsp)
-    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
-    if want("explain"):
-        explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
-    return ap
 
 
 def _options(args: argparse.Namespace, full: bool | None = None, what_if: str | None = None) -> Options:
