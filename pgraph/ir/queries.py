@@ -25,6 +25,8 @@ BufferKey = tuple[str, tuple[int, ...]]
 Env = Mapping[str, int]
 #: one slice's compiled bounds (lo, hi) and, when both are numbers, their values
 _Bound = tuple[Compiled, Compiled, tuple[int, int] | None]
+#: the slices of a region or a dep selection: (kind, a, b, whole) each, and a span for the numbers
+_Slices = tuple[list[tuple[DimKind, Expr | None, Expr | None, tuple[int, int]]], Span]
 
 __all__ = ["Box", "BufferKey", "Evaluator", "EvalError", "RegionError", "axis_values", "representative_iteration"]
 
@@ -63,7 +65,7 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._compiled: dict[int, tuple[Expr, Compiled]] = {}
-        self._slices: dict[int, tuple[object, tuple[tuple[int, int], ...], list[_Bound]]] = {}
+        self._slices: dict[int, tuple[object, tuple[object, ...], list[_Bound]]] = {}
 
     def compiled(self, expr: Expr) -> Compiled:
         """`expr` compiled to `env -> int` (cached by node identity)."""
@@ -84,21 +86,23 @@ class Evaluator:
         sb = slice_bounds(kind, a, b, whole, span or _span_of(a, b))
         return self(sb.lo, env), self(sb.hi, env)
 
-    def _bounds(self, key: object, slices: Sequence[tuple[DimKind, Expr | None, Expr | None]],
-                wholes: Sequence[tuple[int, int]], span: Span) -> list[_Bound]:
-        """Per slice, its bounds compiled (`slice_bounds`), cached by the node holding the slices.
+    def _bounds(self, key: object, context: tuple[object, ...], slices: Callable[[], _Slices]) -> list[_Bound]:
+        """Per slice of `key` (a region or a dep's selections) in `context` (the tensor's shape, the
+        tile axes), its bounds compiled (`slice_bounds`), cached by the node: `slices()` gives the
+        (kind, a, b, whole) of each and the span, on a miss only.
 
         A slice whose bounds are numbers (`:`, `0:4`) keeps their values, to be used without a call.
         """
         hit = self._slices.get(id(key))
-        if hit is not None and hit[0] is key and hit[1] == wholes:
+        if hit is not None and hit[0] is key and hit[1] == context:
             return hit[2]
+        items, span = slices()
         out = []
-        for (kind, a, b), whole in zip(slices, wholes):
+        for kind, a, b, whole in items:
             sb = slice_bounds(kind, a, b, whole, span)
             const = (sb.lo.value, sb.hi.value) if isinstance(sb.lo, Num) and isinstance(sb.hi, Num) else None
             out.append((self.compiled(sb.lo), self.compiled(sb.hi), const))
-        self._slices[id(key)] = (key, tuple(wholes), out)  # the key is kept alive, so its id stays unique
+        self._slices[id(key)] = (key, context, out)  # the key is kept alive, so its id stays unique
         return out
 
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: Env) -> Box:
@@ -111,8 +115,10 @@ class Evaluator:
         if region.dims is None:
             return tuple((0, n) for n in shape)
         box = []
-        dims = [(d.kind, d.a, d.b) for d in region.dims]
-        for (flo, fhi, const), n in zip(self._bounds(region, dims, tuple((0, n) for n in shape), region.span), shape):
+        dims = region.dims
+        bounds = self._bounds(region, shape, lambda: ([(d.kind, d.a, d.b, (0, n)) for d, n in zip(dims, shape)],
+                                                      region.span))
+        for (flo, fhi, const), n in zip(bounds, shape):
             if const is not None and 0 <= const[0] <= const[1] <= n:
                 box.append(const)
                 continue
@@ -133,10 +139,10 @@ class Evaluator:
         """
         if sels is None:
             return [range(a.lo, a.hi) for a in axes]
-        span = sels[0].span if sels else axes[0].span if axes else None
-        if span is None:
+        if not sels:
             return []
-        bounds = self._bounds(sels, [(s.kind, s.a, s.b) for s in sels], tuple((a.lo, a.hi) for a in axes), span)
+        bounds = self._bounds(sels, tuple(axes), lambda: ([(s.kind, s.a, s.b, (a.lo, a.hi)) for s, a in zip(sels, axes)],
+                                                          sels[0].span))
         out = []
         for flo, fhi, _ in bounds:
             lo = flo(env)
