@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -89,6 +89,17 @@ def _picture_options(p: argparse.ArgumentParser, prefix: str) -> None:
                                  "declaration), phase (a phase block), loop (everything inside an outermost loop)")
 
 
+def _a2a3_options(p: argparse.ArgumentParser) -> None:
+    """`--layout`, `--target-config`: the a2a3 emitter's options (pgraph.backends.a2a3.config)."""
+    p.add_argument("--layout", choices=("pypto", "runtime"),
+                   help="--target a2a3: where the orchestration goes: pypto = orchestration/<entry>.cpp (as pypto "
+                        "writes it), runtime = kernels/orchestration/<entry>.cpp (the runtime's example tree) "
+                        "(default: the target configuration's, pypto)")
+    p.add_argument("--target-config", action="append", default=[], metavar="FILE.toml",
+                   help="--target a2a3: a TOML file laid out like pgraph/backends/a2a3/a2a3.toml (the devkit include "
+                        "folders of extern kernels, the layout) whose keys replace the packaged ones; repeatable")
+
+
 def version_text() -> str:
     """What `pgraph --version` prints: pgraph's version, the version of the Lark module pgraph
     imports, and the digest (`grammar_digest`: CRC-32 and byte length) of the grammar it reads."""
@@ -131,22 +142,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _allow_outside(ap, top=True)
     sub = ap.add_subparsers(dest="command", required=True)
     want = (lambda name: True) if command not in COMMANDS else (lambda name: name == command)
-    check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
-    if want("check"):
-        _common(check)
-        check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
-                           help="stop after a stage and print its stable text dump (ast: the canonical source; "
-                                "ir: the lowered program; graph: the instance graph; plan: the facts)")
-    plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
-    if want("plan"):
-        _common(plan)
-        plan.add_argument("--dot", action="store_true",
-                          help="emit the Graphviz picture instead of the report (-o FILE.svg|png|pdf renders it "
-                               "through Graphviz' dot; any other FILE gets the DOT text)")
-        _picture_options(plan, "")
-        plan.add_argument("--no-budgets", action="store_true",
-                          help="report budget overruns (PG121) as warnings instead of failing: a what-if")
-        plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+    _plan_commands(sub, want)
     run = sub.add_parser("run", help="execute the spec's task graph with NumPy kernels and check it "
                                      "against the dense reference")
     if want("run"):
@@ -167,6 +163,63 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         run.add_argument("--floor", action="store_true",
                          help="also measure the reference against itself with f64 projections (the best pass "
                               "rate any other summation order can expect; one more reference run)")
+    _output_commands(sub, want)
+    dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
+                                      "per-layer counts, diagnostics, critical path")
+    if want("diff"):
+        dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
+        dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant of both spec sides before folding (repeatable)")
+        side_defines(dif, "OLD", "NEW")
+        dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
+        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        diagnostic_options(dif)
+        dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
+        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
+        dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+    _query_commands(sub, want)
+    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
+    if want("fmt"):
+        fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
+        fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
+                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
+    if want("lsp"):
+        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                         help="override a constant in every check (repeatable)")
+        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
+        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
+        _allow_outside(lsp)
+    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
+    if want("explain"):
+        explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
+    return ap
+
+
+def _plan_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`check` and `plan` (their options only when `want` them: see build_parser)."""
+    check = sub.add_parser("check", help="parse, lower and check a spec; print diagnostics only")
+    if want("check"):
+        _common(check)
+        check.add_argument("--emit", choices=STAGES, metavar="|".join(STAGES),
+                           help="stop after a stage and print its stable text dump (ast: the canonical source; "
+                                "ir: the lowered program; graph: the instance graph; plan: the facts)")
+    plan = sub.add_parser("plan", help="check a spec and print its cost report (or a Graphviz picture)")
+    if want("plan"):
+        _common(plan)
+        plan.add_argument("--dot", action="store_true",
+                          help="emit the Graphviz picture instead of the report (-o FILE.svg|png|pdf renders it "
+                               "through Graphviz' dot; any other FILE gets the DOT text)")
+        _picture_options(plan, "")
+        plan.add_argument("--no-budgets", action="store_true",
+                          help="report budget overruns (PG121) as warnings instead of failing: a what-if")
+        plan.add_argument("-o", "--output", metavar="FILE", help="write the report/picture to FILE (atomically)")
+
+
+def _output_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`build`, `sim`, `export`, `import`: the commands that write a target's output or read one."""
     build = sub.add_parser("build", help="check a spec and write the output of a target (device orchestration, picture)")
     if want("build"):
         from pgraph.backends.target import EMITTERS
@@ -177,6 +230,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         build.add_argument("-o", "--output", required=True, metavar="OUTDIR",
                            help="output directory (written only when the plan has no errors)")
         _picture_options(build, "--target dot: ")
+        _a2a3_options(build)
     sim = sub.add_parser("sim", help="simulate the simpler scheduler on a2a3: makespan, critical path, waits, "
                                      "a swimlane trace, comparisons, stalls")
     if want("sim"):
@@ -195,20 +249,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         imp.add_argument("--format", choices=("text", "json"), default="text",
                          help="text: the summary; json: the normalised deps.json (ids as strings, records merged)")
         imp.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically)")
-    dif = sub.add_parser("diff", help="compare two task graphs (each a .pgl spec or a deps.json): tasks, edges, "
-                                      "per-layer counts, diagnostics, critical path")
-    if want("diff"):
-        dif.add_argument("old", metavar="OLD", help="a .pgl spec or a deps.json (*.json)")
-        dif.add_argument("new", metavar="NEW", help="a .pgl spec or a deps.json (*.json)")
-        dif.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant of both spec sides before folding (repeatable)")
-        side_defines(dif, "OLD", "NEW")
-        dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
-        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        diagnostic_options(dif)
-        dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
-        dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
+
+
+def _query_commands(sub: Any, want: Callable[[str], bool]) -> None:
+    """`deps`, `why`, `stats`: the queries on a planned spec (pgraph.commands.query)."""
     deps = sub.add_parser("deps", help="producers and consumers of tasks: provenance and tensor regions of each edge")
     if want("deps"):
         from pgraph.commands.query import add_spec_arguments
@@ -229,23 +273,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from pgraph.commands.query import add_spec_arguments
 
         add_spec_arguments(stats)
-    fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
-    if want("fmt"):
-        fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
-        fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
-    lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
-                                     "go-to-definition (needs pip install 'pgraph[lsp]')")
-    if want("lsp"):
-        lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
-                         help="override a constant in every check (repeatable)")
-        lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
-        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
-        lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
-        _allow_outside(lsp)
-    explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
-    if want("explain"):
-        explain.add_argument("code", help="e.g. PG013 or dependency-cycle")
-    return ap
 
 
 def _options(args: argparse.Namespace, full: bool | None = None, what_if: str | None = None) -> Options:
@@ -355,6 +382,24 @@ def _dot_target(args: argparse.Namespace) -> Emitter:
         raise UsageError(f"--collapse: {err}") from None
     view = DotView(focus=args.focus, depth=1 if args.depth is None else args.depth, collapse=collapse)
     return attrs.evolve(base, view=view)
+
+
+def _a2a3_target(args: argparse.Namespace) -> Emitter:
+    """The registered a2a3 emitter with `--layout` and the `--target-config` files (checked now,
+    before planning: a bad file is a usage error)."""
+    from pgraph.backends.a2a3 import A2A3Target
+    from pgraph.backends.a2a3.config import load_config
+    from pgraph.backends.target import TargetRefused, emitter
+    from pgraph.kinds import InternalError
+
+    base = emitter("a2a3")
+    if not isinstance(base, A2A3Target):
+        raise InternalError(f"the registered a2a3 emitter is a {type(base).__name__}, not an A2A3Target")
+    try:
+        load_config(args.target_config, args.layout)
+    except TargetRefused as err:
+        raise UsageError(str(err)) from None
+    return attrs.evolve(base, layout=args.layout, config_files=tuple(args.target_config))
 
 
 def _picture_given(args: argparse.Namespace) -> bool:
@@ -484,6 +529,11 @@ def cmd_build(args: argparse.Namespace) -> int:
             raise UsageError(f"--focus, --depth and --collapse shape the Graphviz picture: options of --target dot, "
                              f"not of --target {args.target}")
         out = _dot_target(args)
+    if args.layout is not None or args.target_config:
+        if args.target != "a2a3":
+            raise UsageError(f"--layout and --target-config configure the a2a3 output: options of --target a2a3, "
+                             f"not of --target {args.target}")
+        out = _a2a3_target(args)
     opts = _for_target(_options(args), out)
     plan, bag = plan_program(args.spec, opts)
     if args.format == "json":

@@ -172,13 +172,6 @@ def representative_iterations(plan: Plan) -> dict[int, int]:
     return out
 
 
-def is_drawn(p: Program, reps: dict[int, int], inst: Instance) -> bool:
-    """True when every loop iteration of `inst` is its loop's representative (alloc tasks: never)."""
-    if inst.kind is TaskKind.ALLOC:
-        return False
-    return all(reps.get(lid) == it for lid, it in zip(inst.loops, inst.iters, strict=True))
-
-
 def _primary_prov(prov: Iterable[str]) -> str | None:
     got = set(prov)
     return next((p for p in PROV_ORDER if p in got), None)
@@ -239,18 +232,14 @@ def _blocks_early(status: dict[int, tuple[EarlyState, list[int]]], u: int, v: in
 BundleKey = tuple[str, str, str, str, str, int | None]
 
 
-def collect_edges(plan: Plan, reps: dict[int, int] | None = None) -> list[DotEdge]:
-    """The bundled edges of the picture, sorted by (source, target) declaration order.
+def _collect(plan: Plan, reps: dict[int, int]) -> tuple[list[DotEdge], PathMarks]:
+    """The bundled edges of the picture, sorted by (source, target) declaration order, and the
+    critical path's marks on them.
 
     Alloc (creator) sources are skipped; an instance edge with several provenances counts
     once, under the strongest of carried > explicit > inferred. Each bundle says how many of
     its edges block early dispatch and whether the critical path takes it (`path_marks`).
     """
-    return _collect(plan, representative_iterations(plan) if reps is None else reps)[0]
-
-
-def _collect(plan: Plan, reps: dict[int, int]) -> tuple[list[DotEdge], PathMarks]:
-    """`collect_edges` and the critical path's marks on them."""
     p = plan.program
     g = plan.graph
     status = plan.get(EarlyStatus).status
@@ -287,7 +276,7 @@ class PathMarks:
     """The critical path as the picture draws it (from the `CriticalPath` fact).
 
     `tasks`: the path's tasks in order (instance, cost, waves; alloc tasks left out); `edges`:
-    the bundle keys of `collect_edges` the path's consecutive tasks project on; `length` (cost
+    the bundle keys of `_collect` the path's consecutive tasks project on; `length` (cost
     units, the whole program), `per_layer` (None without two layers), `layers`. A node's share
     of the path is `node_steps`.
     """

@@ -54,160 +54,184 @@ def _import_protocol() -> tuple[Any, Any, Any]:
     return types, uris, LanguageServer
 
 
-def make_server(opts: Options) -> Any:
-    """The pygls LanguageServer with pgraph's features registered (see the module docstring)."""
-    types, uris, LanguageServer = _import_protocol()
-    server = LanguageServer("pgraph", __version__)
-    analyses: dict[str, editor.Analysis] = {}
-    checked: dict[str, int | None] = {}   # the document version each analysis was made of
-    versions: dict[str, int] = {}         # the latest version a change announced
+class _Session:
+    """The server's state and the work behind each feature: the analyses of the open documents,
+    the version each was made of, the latest version a change announced."""
 
-    def log(kind: Any, message: str) -> None:
+    def __init__(self, server: Any, types: Any, uris: Any, opts: Options) -> None:
+        self.server, self.types, self.uris, self.opts = server, types, uris, opts
+        self.analyses: dict[str, editor.Analysis] = {}
+        self.checked: dict[str, int | None] = {}   # the document version each analysis was made of
+        self.versions: dict[str, int] = {}         # the latest version a change announced
+
+    def log(self, kind: Any, message: str) -> None:
         with contextlib.suppress(Exception):  # a log that cannot be sent is not worth a crash
-            server.window_log_message(types.LogMessageParams(type=kind, message=message))
+            self.server.window_log_message(self.types.LogMessageParams(type=kind, message=message))
 
-    def path_of(uri: str) -> Path | None:
-        path = uris.to_fs_path(uri)
+    def path_of(self, uri: str) -> Path | None:
+        path = self.uris.to_fs_path(uri)
         return Path(path) if path else None
 
-    def lines_of(path: Path) -> list[str]:
-        for uri in list(server.workspace.text_documents):
-            p = path_of(uri)
+    def lines_of(self, path: Path) -> list[str]:
+        workspace = self.server.workspace
+        for uri in list(workspace.text_documents):
+            p = self.path_of(uri)
             if p is not None and real_path(p) == real_path(path):
-                return server.workspace.get_text_document(uri).source.split("\n")
+                return workspace.get_text_document(uri).source.split("\n")
         try:
             return path.read_text(encoding="utf-8", errors="replace").split("\n")
         except OSError:
             return []
 
-    def to_range(lines: list[str], line: int, col: int, end_line: int, end_col: int) -> Any:
-        codec = server.workspace.position_codec
+    def to_range(self, lines: list[str], line: int, col: int, end_line: int, end_col: int) -> Any:
+        types = self.types
+        codec = self.server.workspace.position_codec
         start = types.Position(line=max(line - 1, 0), character=max(col - 1, 0))
         end = types.Position(line=max(end_line - 1, 0), character=max(end_col - 1, 0))
         if (end.line, end.character) < (start.line, start.character):
             end = start
         return codec.range_to_client_units(lines, types.Range(start=start, end=end))
 
-    def sources() -> tuple[tuple[Path, str], ...]:
+    def sources(self) -> tuple[tuple[Path, str], ...]:
         out = []
-        for uri in list(server.workspace.text_documents):
-            p = path_of(uri)
+        for uri in list(self.server.workspace.text_documents):
+            p = self.path_of(uri)
             if p is not None:
-                out.append((real_path(p), server.workspace.get_text_document(uri).source))
+                out.append((real_path(p), self.server.workspace.get_text_document(uri).source))
         return tuple(out)
 
-    def check(uri: str) -> None:
+    def check(self, uri: str) -> None:
         """Analyse one open document and publish its diagnostics (never raises)."""
-        doc = server.workspace.get_text_document(uri)
+        types = self.types
+        doc = self.server.workspace.get_text_document(uri)
         lines = doc.source.split("\n")
-        path = path_of(uri)
+        path = self.path_of(uri)
         if path is None:
             return
-        checked[uri] = doc.version
+        self.checked[uri] = doc.version
         try:
-            analysis = editor.analyze(path, attrs.evolve(opts, sources=sources()))
-            analyses[uri] = analysis
-            diags = [_diagnostic(d, lines) for d in analysis.diagnostics]
+            analysis = editor.analyze(path, attrs.evolve(self.opts, sources=self.sources()))
+            self.analyses[uri] = analysis
+            diags = [self.diagnostic(d, lines) for d in analysis.diagnostics]
         except UsageError as err:
             diags = [_message_at_line_1(types, f"pgraph: {err}", types.DiagnosticSeverity.Error)]
         except Exception as err:  # noqa: BLE001 - an internal error must not stop the server
-            log(types.MessageType.Error, f"pgraph internal error while checking {uri}:\n{traceback.format_exc()}")
+            self.log(types.MessageType.Error, f"pgraph internal error while checking {uri}:\n{traceback.format_exc()}")
             diags = [_message_at_line_1(types, f"pgraph internal error: {type(err).__name__}: {err} (a bug in "
                                                "pgraph, not in the spec: the server's log has the trace)",
                                         types.DiagnosticSeverity.Error)]
-        server.text_document_publish_diagnostics(
+        self.server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
 
-    def _diagnostic(d: editor.EditorDiagnostic, lines: list[str]) -> Any:
+    def diagnostic(self, d: editor.EditorDiagnostic, lines: list[str]) -> Any:
+        types = self.types
         related = []
         for r in d.related:
             related.append(types.DiagnosticRelatedInformation(
-                location=types.Location(uri=uris.from_fs_path(str(real_path(r.path))),
-                                        range=to_range(lines_of(r.path), r.line, r.col, r.end_line, r.end_col)),
+                location=types.Location(uri=self.uris.from_fs_path(str(real_path(r.path))),
+                                        range=self.to_range(self.lines_of(r.path), r.line, r.col, r.end_line,
+                                                            r.end_col)),
                 message=r.message))
-        return types.Diagnostic(range=to_range(lines, d.line, d.col, d.end_line, d.end_col),
+        return types.Diagnostic(range=self.to_range(lines, d.line, d.col, d.end_line, d.end_col),
                                 message=d.message, severity=_SEVERITY(types)[d.severity], code=d.code,
                                 source="pgraph", related_information=related or None)
 
-    def check_all() -> None:
-        for uri in list(server.workspace.text_documents):
-            check(uri)
+    def check_all(self) -> None:
+        for uri in list(self.server.workspace.text_documents):
+            self.check(uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: Any, params: Any) -> None:
-        check_all()
+    def close(self, uri: str) -> None:
+        self.analyses.pop(uri, None)
+        self.checked.pop(uri, None)
+        self.server.text_document_publish_diagnostics(self.types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self.check_all()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: Any, params: Any) -> None:
-        check_all()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: Any, params: Any) -> None:
-        uri = params.text_document.uri
-        analyses.pop(uri, None)
-        checked.pop(uri, None)
-        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-        check_all()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(ls: Any, params: Any) -> None:
-        uri = params.text_document.uri
-        versions[uri] = version = params.text_document.version
-        await asyncio.sleep(DEBOUNCE)
-        if versions.get(uri) == version:
-            check_all()
-
-    def current(uri: str) -> editor.Analysis | None:
+    def current(self, uri: str) -> editor.Analysis | None:
         """The analysis of the document's present text (checked again when it changed since)."""
-        doc = server.workspace.get_text_document(uri)
-        if uri not in analyses or checked.get(uri) != doc.version:
-            check(uri)
-        return analyses.get(uri)
+        doc = self.server.workspace.get_text_document(uri)
+        if uri not in self.analyses or self.checked.get(uri) != doc.version:
+            self.check(uri)
+        return self.analyses.get(uri)
 
-    def position(uri: str, pos: Any) -> tuple[str, int, int]:
-        doc = server.workspace.get_text_document(uri)
+    def position(self, uri: str, pos: Any) -> tuple[str, int, int]:
+        doc = self.server.workspace.get_text_document(uri)
         lines = doc.source.split("\n")
-        p = server.workspace.position_codec.position_from_client_units(lines, pos)
+        p = self.server.workspace.position_codec.position_from_client_units(lines, pos)
         return doc.source, p.line + 1, p.character + 1
 
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: Any, params: Any) -> Any:
+    def hover(self, params: Any) -> Any:
+        types = self.types
         uri = params.text_document.uri
         try:
-            analysis = current(uri)
+            analysis = self.current(uri)
             if analysis is None:
                 return None
-            text, line, col = position(uri, params.position)
+            text, line, col = self.position(uri, params.position)
             md = editor.hover(analysis, text, line, col)
         except Exception:  # noqa: BLE001
-            log(types.MessageType.Error, f"pgraph internal error in hover:\n{traceback.format_exc()}")
+            self.log(types.MessageType.Error, f"pgraph internal error in hover:\n{traceback.format_exc()}")
             return None
         if md is None:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=md))
 
-    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
-    def on_definition(ls: Any, params: Any) -> Any:
+    def definition(self, params: Any) -> Any:
+        types = self.types
         uri = params.text_document.uri
         try:
-            analysis = current(uri)
+            analysis = self.current(uri)
             if analysis is None:
                 return None
-            text, line, col = position(uri, params.position)
+            text, line, col = self.position(uri, params.position)
             found = editor.definition(analysis, text, line, col)
             out = []
             for path, span in found:
-                target = uris.from_fs_path(str(real_path(path)))
+                target = self.uris.from_fs_path(str(real_path(path)))
                 if span is None:
                     rng = types.Range(start=types.Position(line=0, character=0),
                                       end=types.Position(line=0, character=0))
                 else:
-                    rng = to_range(lines_of(path), span.line, span.col, span.end_line, span.end_col)
+                    rng = self.to_range(self.lines_of(path), span.line, span.col, span.end_line, span.end_col)
                 out.append(types.Location(uri=target, range=rng))
         except Exception:  # noqa: BLE001
-            log(types.MessageType.Error, f"pgraph internal error in definition:\n{traceback.format_exc()}")
+            self.log(types.MessageType.Error, f"pgraph internal error in definition:\n{traceback.format_exc()}")
             return None
         return out or None
+
+
+def make_server(opts: Options) -> Any:
+    """The pygls LanguageServer with pgraph's features registered (see the module docstring)."""
+    types, uris, LanguageServer = _import_protocol()
+    server = LanguageServer("pgraph", __version__)
+    session = _Session(server, types, uris, opts)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: Any, params: Any) -> None:
+        session.check_all()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: Any, params: Any) -> None:
+        session.check_all()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: Any, params: Any) -> None:
+        session.close(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: Any, params: Any) -> None:
+        uri = params.text_document.uri
+        session.versions[uri] = version = params.text_document.version
+        await asyncio.sleep(DEBOUNCE)
+        if session.versions.get(uri) == version:
+            session.check_all()
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: Any, params: Any) -> Any:
+        return session.hover(params)
+
+    @server.feature(types.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(ls: Any, params: Any) -> Any:
+        return session.definition(params)
 
     return server
 

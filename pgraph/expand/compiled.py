@@ -21,7 +21,9 @@ from typing import Any
 
 from pgraph.expr import BinOp, Expr, Func, Name, Neg, Not, Num, compile_expr
 from pgraph.ir import program as ir
+from pgraph.ir.bounds import slice_bounds
 from pgraph.kinds import DimKind
+from pgraph.source import Span
 
 Env = Mapping[str, int]
 BoxFn = Callable[[Env], tuple[tuple[int, int], ...]]
@@ -39,24 +41,27 @@ class _Fallback(Exception):
     """The fast path cannot answer: evaluate with the Evaluator."""
 
 
-def _source(expr: Expr, ns: dict[str, Any], muls: list[int]) -> str | None:
-    """Python source of `expr` over `env` (None when it cannot be compiled safely)."""
+def _source(expr: Expr, ns: dict[str, Any], muls: list[int], known: Mapping[int, str] | None = None) -> str | None:
+    """Python source of `expr` over `env` (None when it cannot be compiled safely); a node of
+    `known` (by identity) is the local variable named there, already computed."""
+    if known and id(expr) in known:
+        return known[id(expr)]
     if isinstance(expr, Num):
         return repr(expr.value) if expr.value.bit_length() <= SAFE_BITS else None
     if isinstance(expr, Name):
         return f"env[{expr.id!r}]"
     if isinstance(expr, Neg):
-        inner = _source(expr.operand, ns, muls)
+        inner = _source(expr.operand, ns, muls, known)
         return None if inner is None else f"(-{inner})"
     if isinstance(expr, Not):
-        inner = _source(expr.operand, ns, muls)
+        inner = _source(expr.operand, ns, muls, known)
         return None if inner is None else f"int(not {inner})"
     if isinstance(expr, Func):
         key = f"_f{len(ns)}"
         ns[key] = compile_expr(expr)  # the exact semantics (and errors) of the Evaluator
         return f"{key}(env)"
     assert isinstance(expr, BinOp)
-    left, right = _source(expr.left, ns, muls), _source(expr.right, ns, muls)
+    left, right = _source(expr.left, ns, muls, known), _source(expr.right, ns, muls, known)
     if left is None or right is None:
         return None
     op = expr.op
@@ -85,30 +90,21 @@ def _code(source: str) -> CodeType:
     return compile(source, "<pgraph.expand.compiled>", "exec")
 
 
-def _expr(expr: Expr | None, ns: dict[str, Any]) -> str | None:
+def _expr(expr: Expr | None, ns: dict[str, Any], known: Mapping[int, str] | None = None) -> str | None:
     if expr is None:
         return None
     muls = [0]
-    src = _source(expr, ns, muls)
+    src = _source(expr, ns, muls, known)
     return src if src is not None and muls[0] <= MAX_MULS else None
 
 
-def _interval(kind: DimKind, a: Expr | None, b: Expr | None, size: str, ns: dict[str, Any], i: int
-              ) -> list[str] | None:
-    """Source lines setting l{i}, h{i} of one dimension or selection."""
-    match kind:
-        case DimKind.ALL:
-            return [f"l{i} = 0", f"h{i} = {size}"]
-        case DimKind.INDEX:
-            sa = _expr(a, ns)
-            return None if sa is None else [f"l{i} = {sa}", f"h{i} = l{i} + 1"]
-        case DimKind.EXTENT:
-            sa, sb = _expr(a, ns), _expr(b, ns)
-            return None if sa is None or sb is None else [f"l{i} = {sa}", f"h{i} = l{i} + {sb}"]
-        case DimKind.RANGE:
-            sa, sb = _expr(a, ns), _expr(b, ns)
-            return None if sa is None or sb is None else [f"l{i} = {sa}", f"h{i} = {sb}"]
-    return None
+def _interval(kind: DimKind, a: Expr | None, b: Expr | None, whole: tuple[int, int], span: Span,
+              ns: dict[str, Any], i: int) -> list[str] | None:
+    """Source lines setting l{i}, h{i} of one dimension or selection, its `slice_bounds` (the
+    upper bound reads l{i} where it holds the lower bound's node: `a` is evaluated once)."""
+    sb = slice_bounds(kind, a, b, whole, span)
+    lo, hi = _expr(sb.lo, ns), _expr(sb.hi, ns, {id(sb.lo): f"l{i}"})
+    return None if lo is None or hi is None else [f"l{i} = {lo}", f"h{i} = {hi}"]
 
 
 def region_function(region: ir.RegionRef, shape: tuple[int, ...]) -> BoxFn | None:
@@ -121,7 +117,7 @@ def region_function(region: ir.RegionRef, shape: tuple[int, ...]) -> BoxFn | Non
     body: list[str] = []
     checks, parts = [], []
     for i, (dim, n) in enumerate(zip(region.dims, shape)):
-        lines = _interval(dim.kind, dim.a, dim.b, str(n), ns, i)
+        lines = _interval(dim.kind, dim.a, dim.b, (0, n), region.span, ns, i)
         if lines is None:
             return None
         body += lines
@@ -149,7 +145,7 @@ def selection_function(sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis
             ns[f"_r{i}"] = range(axis.lo, axis.hi)
             parts.append(f"_r{i}")
             continue
-        lines = _interval(sel.kind, sel.a, sel.b, "0", ns, i)
+        lines = _interval(sel.kind, sel.a, sel.b, (axis.lo, axis.hi), sel.span, ns, i)
         if lines is None:
             return None
         body += lines

@@ -259,50 +259,13 @@ class Driver:
         """
         states, rules, units, reduce = self.states, self.rules, self.units, self._reduce
         unit_goto = self.unit_goto
-        lexer_of = [self.lexers[i] for i in self.state_lexer]
-        scanners, scanner = self.scanners, self._scanner
-        ignore, newline = self.ignore, self.newline
+        scan = self._scan
         methods: dict[str, tuple[Any, bool]] = {}
         state_stack = [self.start]
         values: list[Any] = []
-        pos, line, line_start, size = 0, 1, 0, len(text)
+        where = (0, 1, 0)   # pos, line, line_start of the next token
         while True:
-            if pos < size:
-                # the token: the first terminal of all that matches, when it is this state's;
-                # a keyword re-typed from the regex terminal it is embedded in (Lark's lexer)
-                char = text[pos]
-                got = (scanners[char] if char in scanners else scanner(char))(text, pos)
-                if got is None:
-                    raise Fallback
-                scanned, value = got
-                if scanned in ignore:  # whitespace, a comment: in every state's lexer (checked in __init__)
-                    end = pos + len(value)
-                    if scanned in newline:
-                        n = text.count("\n", pos, end)
-                        if n:
-                            line += n
-                            line_start = text.rindex("\n", pos, end) + 1
-                    pos = end
-                    continue
-                allowed, ordered, unless = lexer_of[state_stack[-1]]
-                if scanned not in allowed:
-                    scanned, value = self._fallback(text, pos, scanned, ordered)
-                    if scanned in ignore:
-                        raise Fallback  # (cannot happen: an ignored terminal is first wherever it matches)
-                start_line, column = line, pos - line_start + 1
-                if scanned in newline:
-                    n = value.count("\n")
-                    if n:
-                        line += n
-                        line_start = pos + value.rindex("\n") + 1
-                start, pos = pos, pos + len(value)
-                words = unless.get(scanned)
-                ttype = scanned if words is None else words.get(value, scanned)
-                tok = Token(value)
-                tok.type, tok.start_pos, tok.line, tok.column = ttype, start, start_line, column
-                tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
-            else:
-                ttype, tok = "$END", None
+            ttype, tok, where = scan(text, where, state_stack[-1])
             while True:
                 top = state_stack[-1]
                 action = states[top].get(ttype)
@@ -342,6 +305,50 @@ class Driver:
                     if result.__class__ is not _Node:
                         raise Fallback
                     return result.value
+
+    def _scan(self, text: str, where: tuple[int, int, int], state: int
+              ) -> tuple[str, Token | None, tuple[int, int, int]]:
+        """The next token of `text` at `where` (pos, line, line_start) in parser state `state`:
+        (type, token, where after it), ("$END", None, where) at the end. The token is the first
+        terminal of all that matches, when it is this state's; a keyword is re-typed from the
+        regex terminal it is embedded in (Lark's lexer); whitespace and comments are skipped."""
+        pos, line, line_start = where
+        size = len(text)
+        scanners, ignore, newline = self.scanners, self.ignore, self.newline
+        while pos < size:
+            char = text[pos]
+            got = (scanners[char] if char in scanners else self._scanner(char))(text, pos)
+            if got is None:
+                raise Fallback
+            scanned, value = got
+            if scanned in ignore:  # whitespace, a comment: in every state's lexer (checked in __init__)
+                end = pos + len(value)
+                if scanned in newline:
+                    n = text.count("\n", pos, end)
+                    if n:
+                        line += n
+                        line_start = text.rindex("\n", pos, end) + 1
+                pos = end
+                continue
+            allowed, ordered, unless = self.lexers[self.state_lexer[state]]
+            if scanned not in allowed:
+                scanned, value = self._fallback(text, pos, scanned, ordered)
+                if scanned in ignore:
+                    raise Fallback  # (cannot happen: an ignored terminal is first wherever it matches)
+            start_line, column = line, pos - line_start + 1
+            if scanned in newline:
+                n = value.count("\n")
+                if n:
+                    line += n
+                    line_start = pos + value.rindex("\n") + 1
+            start, pos = pos, pos + len(value)
+            words = unless.get(scanned)
+            tok = Token(value)
+            tok.type, tok.start_pos, tok.line, tok.column = scanned if words is None else words.get(value, scanned), \
+                start, start_line, column
+            tok.end_line, tok.end_column, tok.end_pos = line, pos - line_start + 1, pos
+            return tok.type, tok, (pos, line, line_start)
+        return "$END", None, (pos, line, line_start)
 
     def _unit_chain(self, below: int, top: int, ttype: str) -> int:
         """The top state after the unit reductions `ttype` starts in state `top` over `below`:
@@ -456,8 +463,7 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
 
     Raises ValueError when Lark's objects have a shape this driver does not reproduce.
     """
-    from lark.lexer import ContextualLexer, UnlessCallback
-    from lark.parse_tree_builder import maybe_create_child_filter
+    from lark.lexer import ContextualLexer
     from lark.parsers.lalr_analysis import Shift
 
     frontend = lark_parser.parser
@@ -481,6 +487,40 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
     for _, regexp in terminals:
         if re.compile(regexp).groupindex:
             raise ValueError("a terminal with named groups would confuse the alternation")
+    lexers, state_lexer = _state_lexers(lexer, position)
+    states: dict[int, dict[str, int]] = {}
+    for state, actions in table.states.items():
+        row: dict[str, int] = {}
+        for symbol, (action, arg) in actions.items():
+            row[str(symbol)] = int(arg) if action is Shift else ~rule_index[id(arg)]
+        states[int(state)] = row
+    if lark_parser.options.maybe_placeholders or lark_parser.options.propagate_positions is not True:
+        raise ValueError("the driver reproduces propagate_positions=True, maybe_placeholders=False")
+    rule_rows = _rule_rows(rules)
+    newline = sorted(str(n) for n in root.newline_types)
+    number = _renumber(states, int(start))
+    by_number = sorted(states, key=number.__getitem__)
+    lexer_number: dict[int, int] = {}
+    for state in by_number:
+        lexer_number.setdefault(state_lexer[state], len(lexer_number))
+    canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
+    canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
+                        for names, unless in canonical_lexers]
+    return {"terminals": terminals, "literals": dict(sorted(literals.items())),
+            "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
+            "lexers": canonical_lexers,
+            "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
+            "states": [{sym: (number[a] if a >= 0 else a) for sym, a in sorted(states[s].items())}
+                       for s in by_number],
+            "rules": rule_rows, "start": number[int(start)], "end": number[int(end)]}
+
+
+def _state_lexers(lexer: Any, position: dict[str, int]) -> tuple[list[tuple[list[str], dict[str, dict[str, str]]]],
+                                                                dict[int, int]]:
+    """The distinct lexers of Lark's contextual lexer (each state's terminals, in the global
+    order, and its keyword re-typing) and the lexer of each parser state."""
+    from lark.lexer import UnlessCallback
+
     lexers: list[tuple[list[str], dict[str, dict[str, str]]]] = []
     lexer_of: dict[int, int] = {}
     state_lexer: dict[int, int] = {}
@@ -499,14 +539,13 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
             lexer_of[id(basic)] = len(lexers)
             lexers.append((names, unless))
         state_lexer[int(state)] = lexer_of[id(basic)]
-    states: dict[int, dict[str, int]] = {}
-    for state, actions in table.states.items():
-        row: dict[str, int] = {}
-        for symbol, (action, arg) in actions.items():
-            row[str(symbol)] = int(arg) if action is Shift else ~rule_index[id(arg)]
-        states[int(state)] = row
-    if lark_parser.options.maybe_placeholders or lark_parser.options.propagate_positions is not True:
-        raise ValueError("the driver reproduces propagate_positions=True, maybe_placeholders=False")
+    return lexers, state_lexer
+
+
+def _rule_rows(rules: list[Any]) -> list[tuple[str, int, str, int, list[tuple[int, int]] | None, int]]:
+    """Per rule: (origin, length, tree name, expand1 without alias, child filter, inlined)."""
+    from lark.parse_tree_builder import maybe_create_child_filter
+
     rule_rows = []
     for r in rules:
         opts = r.options
@@ -517,12 +556,15 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
         name = r.alias or opts.template_source or r.origin.name
         rule_rows.append((str(r.origin.name), len(r.expansion), str(name),
                           int(bool(opts.expand1) and not r.alias), include, int(r.origin.name.startswith("_"))))
-    newline = sorted(str(n) for n in root.newline_types)
-    # Lark numbers its states in an order that follows string hashing: renumber them breadth
-    # first from the start state, symbols in sorted order, so that the file is the same bytes
-    # in every process (and the lexers in the order their first state gets)
+    return rule_rows
+
+
+def _renumber(states: dict[int, dict[str, int]], start: int) -> dict[int, int]:
+    """Lark numbers its states in an order that follows string hashing: renumber them breadth
+    first from the start state, symbols in sorted order, so that the file is the same bytes in
+    every process (and the lexers in the order their first state gets)."""
     number: dict[int, int] = {}
-    queue = [int(start)]
+    queue = [start]
     while queue:
         state = queue.pop(0)
         if state in number:
@@ -531,20 +573,7 @@ def build_tables(lark_parser: Any) -> dict[str, Any]:
         queue.extend(a for _, a in sorted(states[state].items()) if a >= 0 and a not in number)
     if len(number) != len(states):
         raise ValueError("a parser state is not reachable from the start state")
-    by_number = sorted(states, key=number.__getitem__)
-    lexer_number: dict[int, int] = {}
-    for state in by_number:
-        lexer_number.setdefault(state_lexer[state], len(lexer_number))
-    canonical_lexers = [lexers[i] for i in sorted(lexer_number, key=lexer_number.__getitem__)]
-    canonical_lexers = [(names, {k: dict(sorted(v.items())) for k, v in sorted(unless.items())})
-                        for names, unless in canonical_lexers]
-    return {"terminals": terminals, "literals": dict(sorted(literals.items())),
-            "ignore": sorted(str(n) for n in root.ignore_types), "newline": newline,
-            "lexers": canonical_lexers,
-            "state_lexer": [lexer_number[state_lexer[s]] for s in by_number],
-            "states": [{sym: (number[a] if a >= 0 else a) for sym, a in sorted(states[s].items())}
-                       for s in by_number],
-            "rules": rule_rows, "start": number[int(start)], "end": number[int(end)]}
+    return number
 
 
 def dump_tables(tables: dict[str, Any], digest: bytes, lark_version: str) -> str:

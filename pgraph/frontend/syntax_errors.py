@@ -331,15 +331,6 @@ def _example_signatures(parse: Callable[[str], object]) -> tuple[tuple[int, Sign
     return tuple(out)
 
 
-def example_error(parse: Callable[[str], object], text: str) -> UnexpectedInput | None:
-    """The parse error of `text`, or None when it parses (a broken example)."""
-    try:
-        parse(text)
-    except UnexpectedInput as err:
-        return err
-    return None
-
-
 def best_match(err: UnexpectedInput, parse: Callable[[str], object], source: str | None = None,
                ) -> SyntaxExample | None:
     """The table entry whose example fails like `err` in `source` (module docstring), or None."""

@@ -316,10 +316,3 @@ class Unparser:
 def unparse(module: ast.Module) -> str:
     """The canonical text of `module`."""
     return Unparser().module(module)
-
-
-def unparse_lines(module: ast.Module) -> tuple[list[str], list[tuple[int | None, str]]]:
-    """The canonical lines of `module` and where each comes from (see `Unparser.origin`)."""
-    u = Unparser()
-    u.module(module)
-    return u.lines, u.origin

@@ -18,6 +18,7 @@ import attrs
 
 from pgraph import records
 from pgraph.expr import Expr, free_vars
+from pgraph.ir.bounds import slice_bounds
 from pgraph.kinds import (
     AccessKind,
     CarryKind,
@@ -606,8 +607,6 @@ def dep_dedup_key(p: Program, dep: DepRef) -> tuple[str, str] | None:
     if not single_task(ts):
         return None
     for sel in dep.sels or ():
-        if sel.kind is DimKind.EXTENT and sel.b is not None and free_vars(sel.b):
-            return None
-        if sel.kind is DimKind.RANGE and any(e is not None and free_vars(e) for e in (sel.a, sel.b)):
+        if free_vars(slice_bounds(sel.kind, sel.a, sel.b, (0, 0), sel.span).size):  # `*` has a number for size
             return None
     return ("tiles", dep.target)

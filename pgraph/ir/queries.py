@@ -14,13 +14,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import attrs
 
 from pgraph import records
-from pgraph.expr import Compiled, EvalError, Expr, compile_expr, evaluate, free_vars, substitute
+from pgraph.expr import Compiled, EvalError, Expr, Num, compile_expr, evaluate, free_vars
 from pgraph.ir import program as ir
+from pgraph.ir.bounds import slice_bounds
 from pgraph.kinds import CarryKind, DimKind, NodeKind, Storage, TaskKind
+from pgraph.source import Span
 
 Box = tuple[tuple[int, int], ...]
 BufferKey = tuple[str, tuple[int, ...]]
 Env = Mapping[str, int]
+#: one slice's compiled bounds (lo, hi) and, when both are numbers, their values
+_Bound = tuple[Compiled, Compiled, tuple[int, int] | None]
+#: the slices of a region or a dep selection: (kind, a, b, whole) each, and a span for the numbers
+_Slices = tuple[list[tuple[DimKind, Expr | None, Expr | None, tuple[int, int]]], Span]
 
 __all__ = ["Box", "BufferKey", "Evaluator", "EvalError", "RegionError", "axis_values", "representative_iteration"]
 
@@ -59,7 +65,7 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._compiled: dict[int, tuple[Expr, Compiled]] = {}
-        self._regions: dict[int, tuple[ir.RegionRef, list[tuple[DimKind, Compiled | None, Compiled | None]]]] = {}
+        self._slices: dict[int, tuple[object, tuple[object, ...], list[_Bound]]] = {}
 
     def compiled(self, expr: Expr) -> Compiled:
         """`expr` compiled to `env -> int` (cached by node identity)."""
@@ -73,54 +79,51 @@ class Evaluator:
     def __call__(self, expr: Expr, env: Env) -> int:
         return self.compiled(expr)(env)
 
-    def interval(self, kind: DimKind, a: Expr | None, b: Expr | None, env: Env, size: int = 0) -> tuple[int, int]:
-        """[lo, hi) of one slice or tile selection: ALL is 0..size, INDEX a, EXTENT a +: b, RANGE a:b (a..b)."""
-        match kind:
-            case DimKind.ALL:
-                return 0, size
-            case DimKind.INDEX:
-                assert a is not None
-                lo = self(a, env)
-                return lo, lo + 1
-            case DimKind.EXTENT:
-                assert a is not None and b is not None
-                lo = self(a, env)
-                return lo, lo + self(b, env)
-            case DimKind.RANGE:
-                assert a is not None and b is not None
-                return self(a, env), self(b, env)
-        raise AssertionError(kind)  # pragma: no cover - DimKind is closed
+    def interval(self, kind: DimKind, a: Expr | None, b: Expr | None, env: Env, whole: tuple[int, int] = (0, 0),
+                 span: Span | None = None) -> tuple[int, int]:
+        """[lo, hi) of one slice or tile selection at `env`, by `pgraph.ir.bounds.slice_bounds`
+        (ALL is `whole`). Raises EvalError; the interval is not checked."""
+        sb = slice_bounds(kind, a, b, whole, span or _span_of(a, b))
+        return self(sb.lo, env), self(sb.hi, env)
 
-    def _dims(self, region: ir.RegionRef) -> list[tuple[DimKind, Compiled | None, Compiled | None]]:
-        hit = self._regions.get(id(region))
-        if hit is not None and hit[0] is region:
-            return hit[1]
-        dims = [(d.kind, self.compiled(d.a) if d.a is not None else None,
-                 self.compiled(d.b) if d.b is not None else None) for d in region.dims or ()]
-        self._regions[id(region)] = (region, dims)
-        return dims
+    def _bounds(self, key: object, context: tuple[object, ...], slices: Callable[[], _Slices]) -> list[_Bound]:
+        """Per slice of `key` (a region or a dep's selections) in `context` (the tensor's shape, the
+        tile axes), its bounds compiled (`slice_bounds`), cached by the node: `slices()` gives the
+        (kind, a, b, whole) of each and the span, on a miss only.
+
+        A slice whose bounds are numbers (`:`, `0:4`) keeps their values, to be used without a call.
+        """
+        hit = self._slices.get(id(key))
+        if hit is not None and hit[0] is key and hit[1] == context:
+            return hit[2]
+        items, span = slices()
+        out = []
+        for kind, a, b, whole in items:
+            sb = slice_bounds(kind, a, b, whole, span)
+            const = (sb.lo.value, sb.hi.value) if isinstance(sb.lo, Num) and isinstance(sb.hi, Num) else None
+            out.append((self.compiled(sb.lo), self.compiled(sb.hi), const))
+        self._slices[id(key)] = (key, context, out)  # the key is kept alive, so its id stays unique
+        return out
 
     def region_box(self, region: ir.RegionRef, shape: tuple[int, ...], env: Env) -> Box:
         """The box ((lo, hi) per dimension) of `region` on a tensor of `shape` at `env`.
 
         Raises RegionError for a negative extent or a box outside the tensor, EvalError for an
         expression that cannot be evaluated (a missing name, division by zero). The hot path of
-        expansion: each region's dimensions are compiled once.
+        expansion: each region's bounds are compiled once.
         """
         if region.dims is None:
             return tuple((0, n) for n in shape)
         box = []
-        for (kind, fa, fb), n in zip(self._dims(region), shape):
-            if kind is DimKind.ALL:
-                box.append((0, n))
+        dims = region.dims
+        bounds = self._bounds(region, shape, lambda: ([(d.kind, d.a, d.b, (0, n)) for d, n in zip(dims, shape)],
+                                                      region.span))
+        for (flo, fhi, const), n in zip(bounds, shape):
+            if const is not None and 0 <= const[0] <= const[1] <= n:
+                box.append(const)
                 continue
-            lo = fa(env)  # type: ignore[misc]
-            if kind is DimKind.INDEX:
-                hi = lo + 1
-            elif kind is DimKind.EXTENT:
-                hi = lo + fb(env)  # type: ignore[misc]
-            else:
-                hi = fb(env)  # type: ignore[misc]
+            lo = flo(env)
+            hi = fhi(env)
             if hi < lo:
                 raise RegionError("negative", region.tensor, lo, hi, n)
             if lo < 0 or hi > n:
@@ -131,17 +134,19 @@ class Evaluator:
     def selection(self, sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis], env: Env) -> list[range]:
         """Per tile axis, the range of tile indices a dep selects (None: every tile).
 
-        Ranges are not clipped: a selection outside the axis is the caller's PG026.
+        Ranges are not clipped: a selection outside the axis is the caller's PG026. A selection
+        with `hi < lo` is empty (`range(lo, lo)`).
         """
         if sels is None:
             return [range(a.lo, a.hi) for a in axes]
+        if not sels:
+            return []
+        bounds = self._bounds(sels, tuple(axes), lambda: ([(s.kind, s.a, s.b, (a.lo, a.hi)) for s, a in zip(sels, axes)],
+                                                          sels[0].span))
         out = []
-        for sel, axis in zip(sels, axes):
-            if sel.kind is DimKind.ALL:
-                out.append(range(axis.lo, axis.hi))
-                continue
-            lo, hi = self.interval(sel.kind, sel.a, sel.b, env)
-            out.append(range(lo, max(lo, hi)))
+        for flo, fhi, _ in bounds:
+            lo = flo(env)
+            out.append(range(lo, max(lo, fhi(env))))
         return out
 
     def region_bbox(self, region: ir.RegionRef, shape: tuple[int, ...], axes: Sequence[ir.IAxis],
@@ -163,23 +168,17 @@ class Evaluator:
 def region_shape(region: ir.RegionRef, shape: tuple[int, ...]) -> list[int] | None:
     """The shape a region passes (single indices drop their dimension), with every free index at 0.
 
-    None when an extent cannot be evaluated that way.
+    A kept dimension's size is `slice_bounds`' `size`. None when a size cannot be evaluated that way.
     """
     if region.dims is None:
         return list(shape)
     out = []
     for dim, full in zip(region.dims, shape):
-        if dim.kind is DimKind.ALL:
-            out.append(full)
-            continue
         if dim.kind is DimKind.INDEX:
             continue
-        assert dim.a is not None and dim.b is not None
+        size = slice_bounds(dim.kind, dim.a, dim.b, (0, full), region.span).size
         try:
-            if dim.kind is DimKind.EXTENT:
-                value = evaluate(substitute(dim.b, {}), _zeros(dim.b))
-            else:
-                value = evaluate(dim.b, _zeros(dim.b)) - evaluate(dim.a, _zeros(dim.a))
+            value = evaluate(size, _zeros(size))
         except EvalError:
             return None
         out.append(value)
@@ -188,6 +187,14 @@ def region_shape(region: ir.RegionRef, shape: tuple[int, ...]) -> list[int] | No
 
 def _zeros(expr: Expr) -> dict[str, int]:
     return {name: 0 for name in free_vars(expr)}
+
+
+def _span_of(a: Expr | None, b: Expr | None) -> Span:
+    """The span of a slice's first expression (a slice without one needs the caller's span)."""
+    e = a if a is not None else b
+    if e is None:
+        raise ValueError("a slice without expressions (`:`) needs the span of its region or dep")
+    return e.span
 
 
 def submission_order(p: ir.Program) -> Iterator[tuple[ir.Dispatch, dict[str, int]]]:

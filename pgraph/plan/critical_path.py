@@ -157,44 +157,63 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
     the loop from iteration lo's copy takes the largest value any iteration reached. The cost is
     the window's size times the iterations it stands for; nothing is expanded.
     """
-    g = plan.graph
-    n = len(g.instances)
-    jump = not reference_mode("steady-jump")  # PGRAPH_REFERENCE=1: every pass evaluated, no steady-state jump
-    lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
-    preds = [list(g.pred[v]) for v in range(n)]
-    dist = [0] * n
-    best = 0
-    layer = plan.layer_loop
-    #: per node: its layer-loop iteration value (None outside the layer loop and for alloc tasks)
-    own_layer = [None if inst.kind is TaskKind.ALLOC or layer not in inst.loops
-                 else inst.iters[inst.loops.index(layer)] for inst in g.instances]
-    layer_ends: dict[int, int] = {}
-    layer_pass: int | None = None   # the layer value the repeated layer copy stands for now
-    #: per node, the path to it as a linked list (node, rest) of the pass that set its distance
-    ref: list[tuple[tuple[int, int | None], Any] | None] = [None] * n
-    best_ref: tuple[tuple[int, int | None], Any] | None = None
+    u = _Unroller(plan, cost)
+    u.evaluate(0, len(u.dist), (), {})
+    path: list[tuple[int, int | None]] = []
+    cur = u.best_ref
+    while cur is not None:
+        path.append(cur[0])
+        cur = cur[1]
+    path.reverse()
+    return u.best, u.layer_ends, path
 
-    #: per node: (loop, position) of each windowed loop whose iteration-lo+1 copy it belongs to,
-    #: outermost first (computed once: the evaluation visits every node once per pass)
-    reps = [tuple((lid, pos) for pos, (lid, it) in enumerate(zip(inst.loops, inst.iters))
-                  if lid in g.windowed and it == lo[lid] + 1) for inst in g.instances]
 
-    def rep_loop(i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
+#: a path as a linked list (node, the layer value it stands for) -> rest
+_Ref = tuple[tuple[int, int | None], Any]
+
+
+class _Unroller:
+    """The state of one `unrolled_length` evaluation: distances, paths, the best one, layer ends."""
+
+    def __init__(self, plan: Plan, cost: dict[int, int]) -> None:
+        g = self.g = plan.graph
+        n = len(g.instances)
+        self.cost = cost
+        self.jump = not reference_mode("steady-jump")  # PGRAPH_REFERENCE=1: every pass evaluated, no steady-state jump
+        lo = self.lo = {lp.id: lp.axis.lo for lp in plan.program.loops}
+        self.preds = [list(g.pred[v]) for v in range(n)]
+        self.dist = [0] * n
+        self.best = 0
+        layer = self.layer = plan.layer_loop
+        #: per node: its layer-loop iteration value (None outside the layer loop and for alloc tasks)
+        self.own_layer = [None if inst.kind is TaskKind.ALLOC or layer not in inst.loops
+                          else inst.iters[inst.loops.index(layer)] for inst in g.instances]
+        self.layer_ends: dict[int, int] = {}
+        self.layer_pass: int | None = None   # the layer value the repeated layer copy stands for now
+        #: per node, the path to it as a linked list (node, rest) of the pass that set its distance
+        self.ref: list[_Ref | None] = [None] * n
+        self.best_ref: _Ref | None = None
+        #: per node: (loop, position) of each windowed loop whose iteration-lo+1 copy it belongs to,
+        #: outermost first (computed once: the evaluation visits every node once per pass)
+        self.reps = [tuple((lid, pos) for pos, (lid, it) in enumerate(zip(inst.loops, inst.iters))
+                           if lid in g.windowed and it == lo[lid] + 1) for inst in g.instances]
+
+    def rep_loop(self, i: int, active: tuple[int, ...]) -> tuple[int, int] | None:
         """(loop, position) of the outermost windowed loop, not already being repeated, whose
         iteration-lo+1 copy node i belongs to."""
-        for lid, pos in reps[i]:
+        for lid, pos in self.reps[i]:
             if lid not in active:
                 return lid, pos
         return None
 
-    def twin(u: int, lid: int) -> int | None:
-        inst = g.instances[u]
+    def twin(self, u: int, lid: int) -> int | None:
+        inst = self.g.instances[u]
         if inst.kind is TaskKind.ALLOC or lid not in inst.loops:
             return None
         iters = tuple(it + 1 if l2 == lid else it for l2, it in zip(inst.loops, inst.iters))
-        return g.by_key.get((inst.dispatch, iters, inst.index))
+        return self.g.by_key.get((inst.dispatch, iters, inst.index))
 
-    def steady(i: int, j: int, dv: list[int], twins: dict[int, int]) -> bool:
+    def steady(self, i: int, j: int, dv: list[int], twins: dict[int, int]) -> bool:
         """True when the pass over nodes i..j-1 is in its steady state: every moving node moved by
         the same step s > 0 (its longest path then comes through a moving input: a still input
         would have held it still), and no still node reads a moving node or the carried value of a
@@ -207,7 +226,7 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
         for k in range(i, j):
             if dv[k - i]:
                 continue
-            for u in preds[k]:
+            for u in self.preds[k]:
                 if i <= u < j and dv[u - i]:
                     return False
                 t = twins.get(u)
@@ -215,94 +234,101 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
                     return False
         return True
 
-    def evaluate(a: int, b: int, active: tuple[int, ...], carried: dict[int, tuple[int, Any]]) -> None:
+    def evaluate(self, a: int, b: int, active: tuple[int, ...], carried: dict[int, tuple[int, Any]]) -> None:
         """Evaluate nodes a..b-1 once; `carried[u]` (distance, path) replaces node u's (a lo-copy
         producer, read from its lo+1 twin's previous pass)."""
-        nonlocal best, layer_pass, best_ref
+        reps, instances = self.reps, self.g.instances
         i = a
         while i < b:
-            found = rep_loop(i, active) if reps[i] else None
+            found = self.rep_loop(i, active) if reps[i] else None
             if found is None:
-                m = 0
-                mref = None
-                mu = -1
-                for u in preds[i]:
-                    c = carried.get(u) if carried else None
-                    val, uref = c if c is not None else (dist[u], ref[u])
-                    if mref is None or val > m or (val == m and u < mu):   # ties: the lowest id, as in --full
-                        m, mref, mu = val, uref, u
-                dist[i] = cost[i] + m
-                lv = own_layer[i]
-                if lv is not None and layer_pass is not None:
-                    lv = layer_pass
-                ref[i] = ((i, lv), mref)
-                if best_ref is None or dist[i] > best:
-                    best, best_ref = dist[i], ref[i]
-                if lv is not None and dist[i] > layer_ends.get(lv, -1):
-                    layer_ends[lv] = dist[i]
+                self.node(i, carried)
                 i += 1
                 continue
             lid, pos = found
-            head = g.instances[i]
+            head = instances[i]
             j = i
-            while j < b and g.instances[j].loops[:pos + 1] == head.loops[:pos + 1] \
-                    and g.instances[j].iters[:pos + 1] == head.iters[:pos + 1]:
+            while j < b and instances[j].loops[:pos + 1] == head.loops[:pos + 1] \
+                    and instances[j].iters[:pos + 1] == head.iters[:pos + 1]:
                 j += 1
-            twins: dict[int, int] = {}
-            for v in range(i, j):
-                for u in preds[v]:
-                    if u < i and u not in twins:
-                        t = twin(u, lid)
-                        if t is not None and i <= t < j:
-                            twins[u] = t
-            peak: dict[int, tuple[int, Any]] = {}
-            inner = carried
-            passes = g.loop_weight(lid, lo[lid] + 1)
-            prev: list[int] | None = None
-            prev_dv: list[int] | None = None
-            for done in range(1, passes + 1):
-                if lid == layer:
-                    layer_pass = lo[lid] + done
-                evaluate(i, j, (*active, lid), inner)
-                if lid == layer:
-                    layer_pass = None
-                for u, t in twins.items():
-                    if u not in peak or dist[t] > peak[u][0]:
-                        peak[u] = (dist[t], ref[t])
-                inner = {**carried, **{u: (dist[t], ref[t]) for u, t in twins.items()}}
-                cur = dist[i:j]
-                if prev is not None:
-                    dv = [x - y for x, y in zip(cur, prev)]
-                    if jump and dv == prev_dv and steady(i, j, dv, twins):
-                        # two passes in a row moved each node by the same amount as the pass
-                        # before, all moving nodes by one step, and no still node has a moving
-                        # input: each later pass adds the same again; jump to the last pass
-                        rest = passes - done
-                        for k in range(i, j):
-                            dist[k] += rest * dv[k - i]
-                        for u, t in twins.items():
-                            if dist[t] > peak[u][0]:
-                                peak[u] = (dist[t], ref[t])
-                        top = max(range(i, j), key=lambda k: dist[k], default=None)
-                        if top is not None and dist[top] > best:
-                            best, best_ref = dist[top], ref[top]
-                        if lid == layer:   # the last layer's end (the skipped ones are not listed)
-                            ends = [dist[k] for k in range(i, j) if own_layer[k] is not None]
-                            if ends:
-                                layer_ends[lo[lid] + passes] = max(ends)
-                        break
-                    prev_dv = dv
-                prev = cur
-            for u, (value, vref) in peak.items():
-                if value > dist[u]:
-                    dist[u], ref[u] = value, vref
+            self.repeat(i, j, lid, active, carried)
             i = j
 
-    evaluate(0, n, (), {})
-    path: list[tuple[int, int | None]] = []
-    cur = best_ref
-    while cur is not None:
-        path.append(cur[0])
-        cur = cur[1]
-    path.reverse()
-    return best, layer_ends, path
+    def node(self, i: int, carried: dict[int, tuple[int, Any]]) -> None:
+        """Node i's distance and path from its predecessors' (or their carried values)."""
+        dist, ref = self.dist, self.ref
+        m = 0
+        mref = None
+        mu = -1
+        for u in self.preds[i]:
+            c = carried.get(u) if carried else None
+            val, uref = c if c is not None else (dist[u], ref[u])
+            if mref is None or val > m or (val == m and u < mu):   # ties: the lowest id, as in --full
+                m, mref, mu = val, uref, u
+        dist[i] = self.cost[i] + m
+        lv = self.own_layer[i]
+        if lv is not None and self.layer_pass is not None:
+            lv = self.layer_pass
+        ref[i] = ((i, lv), mref)
+        if self.best_ref is None or dist[i] > self.best:
+            self.best, self.best_ref = dist[i], ref[i]
+        if lv is not None and dist[i] > self.layer_ends.get(lv, -1):
+            self.layer_ends[lv] = dist[i]
+
+    def repeat(self, i: int, j: int, lid: int, active: tuple[int, ...], carried: dict[int, tuple[int, Any]]) -> None:
+        """Nodes i..j-1, the iteration-lo+1 copy of windowed loop `lid`, once per iteration it
+        stands for (or until the steady state, then the jump to the last pass)."""
+        dist, ref, lo, layer = self.dist, self.ref, self.lo, self.layer
+        twins: dict[int, int] = {}
+        for v in range(i, j):
+            for u in self.preds[v]:
+                if u < i and u not in twins:
+                    t = self.twin(u, lid)
+                    if t is not None and i <= t < j:
+                        twins[u] = t
+        peak: dict[int, tuple[int, Any]] = {}
+        inner = carried
+        passes = self.g.loop_weight(lid, lo[lid] + 1)
+        prev: list[int] | None = None
+        prev_dv: list[int] | None = None
+        for done in range(1, passes + 1):
+            if lid == layer:
+                self.layer_pass = lo[lid] + done
+            self.evaluate(i, j, (*active, lid), inner)
+            if lid == layer:
+                self.layer_pass = None
+            for u, t in twins.items():
+                if u not in peak or dist[t] > peak[u][0]:
+                    peak[u] = (dist[t], ref[t])
+            inner = {**carried, **{u: (dist[t], ref[t]) for u, t in twins.items()}}
+            cur = dist[i:j]
+            if prev is not None:
+                dv = [x - y for x, y in zip(cur, prev)]
+                if self.jump and dv == prev_dv and self.steady(i, j, dv, twins):
+                    self.skip(i, j, lid, done, passes, dv, twins, peak)
+                    break
+                prev_dv = dv
+            prev = cur
+        for u, (value, vref) in peak.items():
+            if value > dist[u]:
+                dist[u], ref[u] = value, vref
+
+    def skip(self, i: int, j: int, lid: int, done: int, passes: int, dv: list[int], twins: dict[int, int],
+             peak: dict[int, tuple[int, Any]]) -> None:
+        """The steady-state jump after pass `done` of `passes`: two passes in a row moved each node
+        by the same amount as the pass before, all moving nodes by one step, and no still node has
+        a moving input: each later pass adds the same again, so the last pass is reached at once."""
+        dist, ref = self.dist, self.ref
+        rest = passes - done
+        for k in range(i, j):
+            dist[k] += rest * dv[k - i]
+        for u, t in twins.items():
+            if dist[t] > peak[u][0]:
+                peak[u] = (dist[t], ref[t])
+        top = max(range(i, j), key=lambda k: dist[k], default=None)
+        if top is not None and dist[top] > self.best:
+            self.best, self.best_ref = dist[top], ref[top]
+        if lid == self.layer:   # the last layer's end (the skipped ones are not listed)
+            ends = [dist[k] for k in range(i, j) if self.own_layer[k] is not None]
+            if ends:
+                self.layer_ends[self.lo[lid] + passes] = max(ends)

@@ -109,15 +109,6 @@ class Races(Fact):
     races: list[Race]
 
 
-def accesses_by_buffer(plan: Plan) -> dict[BufferKey, dict[int, list[Touch]]]:
-    """buffer -> instance -> [(kind, box, tensor name)], merged over blocks and items."""
-    out: dict[BufferKey, dict[int, list[Touch]]] = defaultdict(lambda: defaultdict(list))
-    for key, touches in touches_by_buffer(plan).items():
-        for node, kind, box, tensor in touches:
-            out[key][node].append((kind, box, tensor))
-    return out
-
-
 #: (instance, kind, box, tensor name) of one touch of a buffer.
 NodeTouch = tuple[int, AccessKind, Box, str]
 
@@ -151,7 +142,7 @@ def touches_by_buffer(plan: Plan) -> dict[BufferKey, list[NodeTouch]]:
 
 
 def node_touches(plan: Plan, node: int, buffer: BufferKey) -> list[Touch]:
-    """The touches of one instance on one buffer, in the order `accesses_by_buffer` lists them."""
+    """The touches of one instance on one buffer: distinct (kind, box, tensor), in block and access order."""
     out: list[Touch] = []
     seen: set[Touch] = set()
     for block in plan.graph.blocks.get(node, []):
@@ -245,8 +236,10 @@ NUMPY_TOUCHES = 2048
 NUMPY_LOADED_TOUCHES = 64
 
 
-def conflicting_pairs(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> set[tuple[int, int]]:
-    """Instance pairs (a < b) of one buffer with overlapping touches of conflicting kinds.
+def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> Any:
+    """Instance pairs (a < b) of one buffer with overlapping touches of conflicting kinds, as
+    sorted keys a << 32 | b (instance ids are below 2**31): a list, or a NumPy int64 array when
+    a name was paired with NumPy.
 
     The same pairs as testing every writer against every other instance, found by sweeping
     the touches' intervals: per tensor name in the dimension whose intervals overlap least,
@@ -255,12 +248,6 @@ def conflicting_pairs(touches: list[NodeTouch], p: Program, numpy: bool | None =
     compares those flat). A name with at least NUMPY_TOUCHES touches (or any, with
     `numpy=True`; none with `numpy=False`) is paired by `_numpy_pairs` instead of the sweep.
     """
-    return {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in conflicting_keys(touches, p, numpy)}
-
-
-def conflicting_keys(touches: list[NodeTouch], p: Program, numpy: bool | None = None) -> Any:
-    """`conflicting_pairs` as sorted keys a << 32 | b (instance ids are below 2**31): a list, or
-    a NumPy int64 array when a name was paired with NumPy."""
     by_name: dict[str, list[NodeTouch]] = defaultdict(list)
     for t in touches:
         for lo, hi in t[2]:

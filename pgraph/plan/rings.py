@@ -138,10 +138,6 @@ class _Model:
         return tuple(lid for lid, it in zip(loops, iters)
                      if lid in self.g.windowed and it != self.p.loops[lid].axis.lo)
 
-    def at_representative(self, inst: Any) -> bool:
-        """True when `inst` is the copy of a windowed loop's iterations after the first."""
-        return any(lid in self.g.windowed and it != self.p.loops[lid].axis.lo for lid, it in zip(inst.loops, inst.iters))
-
     def next_iteration_twin(self, iu: Any, iv: Any) -> tuple[int, int] | None:
         """For an edge from the first iteration of a windowed loop into the second, the producer's
         copy in the second iteration and the loop: that copy stands for iterations that have the

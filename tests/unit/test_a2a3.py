@@ -528,7 +528,8 @@ def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
     assert [k["func_id"] for k in cfg.KERNELS] == list(range(37))
     for k in cfg.KERNELS:
         name, core, source, external, sig = abi.KERNEL_TABLE[k["func_id"]]
-        keys = ["func_id", "name", "source", "core_type", *(["external"] if external else []), "signature"]
+        keys = ["func_id", "name", "source", "core_type", *(["external", "extra_include_dirs"] if external else []),
+                "signature"]
         assert list(k) == keys, k["func_id"]
         assert (k["name"], k["core_type"], k.get("external", False)) == (name, core, external), k["func_id"]
         assert k["source"] == str(cfg._ROOT_DIR / "kernels" / source), k["func_id"]
@@ -540,8 +541,8 @@ def test_kernel_config_loads_and_matches_the_reference(tmp_path: Path) -> None:
     stmts = [f"{type(n).__name__}:" + (ast.unparse(n.targets[0]) if isinstance(n, ast.Assign)
                                        else ",".join(a.asname or a.name for a in n.names))  # type: ignore[attr-defined]
              for n in tree.body]
-    assert stmts == ["ImportFrom:Path", "ImportFrom:_D", "Assign:_ROOT_DIR", "Assign:RUNTIME_CONFIG",
-                     "Assign:ORCHESTRATION", "Assign:KERNELS"]
+    assert stmts == ["Import:os", "ImportFrom:Path", "ImportFrom:_D", "Assign:_ROOT_DIR", "Assign:_ASCEND_HOME_PATH",
+                     "Assign:_DEVKIT_INCLUDE_DIRS", "Assign:RUNTIME_CONFIG", "Assign:ORCHESTRATION", "Assign:KERNELS"]
 
 
 def test_alloc_batch_from_the_target(runtime_objects: list[Path], tmp_path: Path) -> None:

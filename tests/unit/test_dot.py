@@ -17,10 +17,11 @@ import attrs
 import networkx as nx
 import pytest
 
-from pgraph.backends.dot import DotView, is_drawn, parse_collapse, render_dot, representative_iterations
+from pgraph.backends.dot import DotView, parse_collapse, render_dot, representative_iterations
 from pgraph.backends.target import TargetRefused
 from pgraph.cli import main
 from pgraph.ir.instances import Instance
+from pgraph.kinds import TaskKind
 from pgraph.plan.base import Plan
 from pgraph.plan.critical_path import CriticalPath
 from tests.conftest import HEAD_SPEC, ROOT, plan_ok, require_tool, write_golden
@@ -354,12 +355,19 @@ def test_tiny_unscoped_loop_cluster(tiny_text: str) -> None:
 
 # ---- consistency ---------------------------------------------------------------------------------
 
+def is_drawn(reps: dict[int, int], inst: Instance) -> bool:
+    """True when every loop iteration of `inst` is its loop's representative (alloc tasks: never)."""
+    if inst.kind is TaskKind.ALLOC:
+        return False
+    return all(reps.get(lid) == it for lid, it in zip(inst.loops, inst.iters, strict=True))
+
+
 def test_drawn_copy_is_plan_in_layer() -> None:
     plan = plan_ok(HEAD_SPEC)
     reps = representative_iterations(plan)
     layer = [i for i in plan.graph.instances
              if i.kind != "alloc" and plan.layer_loop in plan.program.dispatch(i.dispatch).loops]
-    assert layer and all(is_drawn(plan.program, reps, i) == plan.in_layer(i) for i in layer)
+    assert layer and all(is_drawn(reps, i) == plan.in_layer(i) for i in layer)
 
 
 def test_window_expansion_draws_like_full_expansion() -> None:

@@ -13,14 +13,13 @@ from pgraph.backends.numpy.compare import MIN_COSINE
 from pgraph.backends.numpy.executor import Executor
 from pgraph.backends.numpy.inputs import Geometry, Inputs
 from pgraph.backends.numpy.kernels import KERNELS
-from pgraph.backends.numpy.mutation import ORDER_BOUND, mutated
-from pgraph.backends.numpy.orders import consumer_first_order, producer_last_order
 from pgraph.backends.numpy.runner import Session, max_diff
 from pgraph.backends.numpy.storage import KernelFault
 from pgraph.cli import main
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, VARIANT_762, numpy_session, plan_ok
 from tests.support import sampling
+from tests.support.numpy_mutation import ORDER_BOUND, consumer_first_order, mutated, producer_last_order
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,12 @@ from __future__ import annotations
 import pytest
 
 from pgraph.backends.numpy.compare import SINGLE_LAYER, TIER_3E3, CheckResult, Comparison
-from pgraph.backends.numpy.mutation import _damage, layer0_edges, sweep, without_edge
 from pgraph.backends.numpy.runner import Execution
 from pgraph.pipeline import Options
 from pgraph.plan.races import find_races
 from tests.conftest import HEAD_SPEC, REDUNDANT_LAYER0, numpy_session
 from tests.support import sampling
+from tests.support.numpy_mutation import _damage, layer0_edges, sweep, without_edge
 
 CHUNKS = 12
 #: a run checks CHUNKS / PARTS chunks (147 of the 588 edges)

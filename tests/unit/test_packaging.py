@@ -78,6 +78,10 @@ def test_wheel_runs_without_the_checkout(installed: tuple[Path, Path]) -> None:
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", **KEEP_ENV}, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    probe = "from pgraph.backends.a2a3.config import load_config; print(load_config().layout)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin", **KEEP_ENV}, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "pypto", out.stderr
 
 
 def _data_files(folder: str, patterns: tuple[str, ...]) -> set[str]:
@@ -97,6 +101,8 @@ def test_wheel_carries_specs_grammars_docs_and_license(installed: tuple[Path, Pa
     assert len(grammar) == 3 and grammar <= names, sorted(grammar - names)
     docs = _data_files("docs", ("*.md",))
     assert "pgraph/docs/upstream.md" in docs and docs <= names, sorted(docs - names)
+    # the target configurations the backends read as package data
+    assert {"pgraph/backends/sim/a2a3.toml", "pgraph/backends/a2a3/a2a3.toml"} <= names
     license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     text = zipfile.ZipFile(wheel).read(license_file).decode("utf-8")
     assert text == (ROOT / "LICENSE").read_text(encoding="utf-8")

@@ -15,10 +15,10 @@ from collections import defaultdict
 
 import pytest
 
-from pgraph.backends.numpy.mutation import layer0_edges, without_edge
 from pgraph.pipeline import Options, plan_program
 from pgraph.plan.races import find_races
 from tests.conftest import HEAD_SPEC, REDUNDANT_LAYER0
+from tests.support.numpy_mutation import layer0_edges, without_edge
 
 # ---- the oracle: flat element runs, BFS reachability ------------------------------------
 

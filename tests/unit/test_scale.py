@@ -1,7 +1,7 @@
 """Scale (issue 12): the race sweep, the bounded Reach, the work estimate, window = --full, the
 saved parser tables and the bench spec generators, each against an independent implementation.
 
-- races: `conflicting_pairs` against every pair tested (random boxes, views, kinds), and the
+- races: `conflicting_keys` against every pair tested (random boxes, views, kinds), and the
   whole `find_races` against the pre-sweep algorithm (all writer pairs, ancestor bitsets);
 - Reach: the search mode (large graphs) against the bitsets on random DAGs;
 - PG031: `expansion_work` (from the Program) equals `Expander.work` (what expanding did);
@@ -38,7 +38,7 @@ from pgraph.kinds import AccessKind
 from pgraph.pipeline import Options, compile_program, plan_program, run_until
 from pgraph.plan import races as races_module
 from pgraph.plan.base import Plan
-from pgraph.plan.races import conflicting_pairs, conflicts, find_races, touches_by_buffer
+from pgraph.plan.races import conflicting_keys, conflicts, find_races, touches_by_buffer
 from pgraph.plan.reach import Reach, ancestors
 from pgraph.plan.rings import RingTable
 from tests.conftest import HEAD_SPEC, ROOT, SPECS, VARIANT_762
@@ -103,6 +103,11 @@ def _touches(draw: st.DrawFn) -> list[tuple[int, AccessKind, Any, str]]:
         kind = draw(st.sampled_from(list(AccessKind)))
         out.append((draw(st.integers(0, 15)), kind, tuple(box), name))
     return out
+
+
+def conflicting_pairs(touches: list[Any], p: Any, numpy: bool | None = None) -> set[tuple[int, int]]:
+    """`conflicting_keys` decoded: the instance pairs (a, b), a < b."""
+    return {(int(k) >> 32, int(k) & 0xFFFFFFFF) for k in conflicting_keys(touches, p, numpy)}
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)

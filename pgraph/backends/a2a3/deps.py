@@ -13,10 +13,11 @@ from typing import NamedTuple
 
 from pgraph.expr import Expr, Name, Num, compile_expr, free_vars
 from pgraph.ir import program as ir
+from pgraph.ir.bounds import slice_bounds
 from pgraph.ir.queries import axis_values
 from pgraph.kinds import DepKind, DimKind, TaskKind
 
-from .cexpr import Interval, add, simplify, sub
+from .cexpr import Interval, simplify
 from .context import Context, printer
 from .layout import SlotKind, axis_range, is_single, tile_index
 from .regions import env_space
@@ -93,11 +94,10 @@ def dep_items(ctx: Context, d: ir.Dispatch, ranges: dict[str, Interval]) -> list
 def single_condition(ctx: Context, dep: ir.DepRef, ranges: dict[str, Interval]) -> str | None:
     """C++ condition that a selection on a single-task tile set is non-empty (None: always; "0": never)."""
     conds = []
-    for sel in dep.sels or ():
-        if sel.kind in (DimKind.ALL, DimKind.INDEX):
-            continue
-        assert sel.a is not None and sel.b is not None
-        size = simplify(sel.b if sel.kind is DimKind.EXTENT else sub(sel.b, sel.a))
+    for sel, axis in zip(dep.sels or (), ctx.p.tilesets[dep.target].axes):
+        if sel.kind is DimKind.ALL:
+            continue  # the whole axis: the TaskId of the tile set, whatever its size
+        size = simplify(slice_bounds(sel.kind, sel.a, sel.b, (axis.lo, axis.hi), sel.span).size)
         if isinstance(size, Num):
             if size.value <= 0:
                 return "0"
@@ -119,16 +119,7 @@ def array_item(ctx: Context, dep: ir.DepRef, ts: ir.TileSet, cname: str, ranges:
             assert sel.a is not None
             coords.append(sel.a)
             continue
-        lo: Expr
-        hi: Expr
-        if sel.kind is DimKind.ALL:
-            lo, hi = Num(a.lo, dep.span), Num(a.hi, dep.span)
-        elif sel.kind is DimKind.EXTENT:
-            assert sel.a is not None and sel.b is not None
-            lo, hi = sel.a, add(sel.a, sel.b)
-        else:
-            assert sel.a is not None and sel.b is not None
-            lo, hi = sel.a, sel.b
+        lo, hi, _ = slice_bounds(sel.kind, sel.a, sel.b, (a.lo, a.hi), dep.span)
         v = next(free)
         inner[v] = axis_range(a)
         loops.append((v, simplify(lo), simplify(hi)))

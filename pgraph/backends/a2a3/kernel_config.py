@@ -113,9 +113,42 @@ def py_literal(value: object, indent: int = 0) -> str:
     raise TypeError(f"cannot render {type(value).__name__}")
 
 
-def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], orch_source: str) -> str:
-    """The text of kernel_config.py; `header` lines become `#` comments after the title line."""
+#: The module-level name of the expanded devkit include folders in kernel_config.py.
+DEVKIT_NAME = "_DEVKIT_INCLUDE_DIRS"
+
+
+def devkit_lines(devkit: tuple[str, ...]) -> list[str]:
+    """The lines of kernel_config.py that expand the devkit folders (relative to $ASCEND_HOME_PATH)
+    when the runtime loads it: a folder missing there, or all without ASCEND_HOME_PATH, dropped."""
+    return [
+        "# CANN devkit include folders of the extern kernels (the a2a3 target configuration), relative",
+        "# to $ASCEND_HOME_PATH and expanded when this file is loaded; a folder that does not exist",
+        "# there, or every folder when ASCEND_HOME_PATH is unset, is dropped",
+        '_ASCEND_HOME_PATH = os.environ.get("ASCEND_HOME_PATH", "")',
+        f"{DEVKIT_NAME} = [",
+        "    str(Path(_ASCEND_HOME_PATH, d))",
+        "    for d in " + py_literal(list(devkit), 1),
+        "    if _ASCEND_HOME_PATH and Path(_ASCEND_HOME_PATH, d).is_dir()",
+        "]",
+        "",
+    ]
+
+
+def include_dirs(k: ir.Kernel, devkit: tuple[str, ...]) -> Code | list[object] | None:
+    """`extra_include_dirs` of an extern kernel: the devkit folders, then the spec's `includes`
+    (under `_ROOT_DIR` when relative); None when there are neither."""
+    own: list[object] = [root_path(d) for d in k.includes]
+    if not devkit:
+        return own or None
+    return [Code(f"*{DEVKIT_NAME}"), *own] if own else Code(DEVKIT_NAME)
+
+
+def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], orch_source: str,
+                         devkit: tuple[str, ...] = ()) -> str:
+    """The text of kernel_config.py; `header` lines become `#` comments after the title line;
+    `devkit` are the CANN include folders (relative to $ASCEND_HOME_PATH) of extern kernels."""
     kernels: list[dict[str, object]] = []
+    devkit = devkit if any(program.kernels[kname].extern for _, kname, _ in ids.parts) else ()
     for fid, kname, core in ids.parts:
         k = program.kernels[kname]
         part = ids.part_name(kname, core)
@@ -123,8 +156,9 @@ def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], o
                                     "core_type": core}
         if k.extern:
             entry["external"] = True
-            if k.includes:
-                entry["extra_include_dirs"] = [root_path(d) for d in k.includes]
+            dirs = include_dirs(k, devkit)
+            if dirs is not None:
+                entry["extra_include_dirs"] = dirs
         sig = signature(k)
         if sig:
             entry["signature"] = sig
@@ -134,12 +168,13 @@ def render_kernel_config(program: ir.Program, ids: FuncIds, header: list[str], o
     if orch_sig:
         orch["signature"] = orch_sig
     lines = ["# Kernel and Orchestration Configuration", *(f"# {py_comment(h)}" if h else "#" for h in header), "",
-             "from pathlib import Path", ""]
+             *(["import os"] if devkit else []), "from pathlib import Path", ""]
     if orch_sig or any("signature" in k for k in kernels):
         lines += ["from simpler.task_interface import ArgDirection as _D", ""]
     lines += [
         "_ROOT_DIR = Path(__file__).parent",
         "",
+        *(devkit_lines(devkit) if devkit else []),
         "# Runtime configuration for tensormap_and_ringbuffer",
         "# aicpu_thread_num = 0 selects the platform default (a2a3: 4, a5: 5)",
         "RUNTIME_CONFIG = " + py_literal({"runtime": "tensormap_and_ringbuffer", "aicpu_thread_num": 0}),

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 import attrs
 
 from pgraph import records
-from pgraph.expr import BinOp, Expr, Num, compile_expr, free_vars, substitute
+from pgraph.expr import Expr, Num, compile_expr, free_vars, substitute
 from pgraph.ir import program as ir
+from pgraph.ir.bounds import slice_bounds
 from pgraph.kinds import CarryKind, DimKind
 from pgraph.source import Span
 
@@ -78,28 +79,11 @@ def _values(axes: list[ir.IAxis]) -> Iterator[dict[str, int]]:
         yield {a.var: v for a, v in zip(axes, combo, strict=True)}
 
 
-def _bounds(dim: ir.Dim, n: int, span: Span) -> tuple[Expr, Expr]:
-    """(lo, hi) expressions of one region dimension (hi exclusive)."""
-    if dim.kind is DimKind.ALL:
-        return Num(0, span), Num(n, span)
-    assert dim.a is not None
-    if dim.kind is DimKind.INDEX:
-        return dim.a, simplify(BinOp("+", dim.a, Num(1, dim.a.span), dim.a.span))
-    assert dim.b is not None
-    if dim.kind is DimKind.EXTENT:
-        return dim.a, simplify(BinOp("+", dim.a, dim.b, dim.a.span))
-    return dim.a, dim.b
-
-
-def _size(dim: ir.Dim, n: int, lo: Expr, hi: Expr) -> Expr:
-    if dim.kind is DimKind.ALL:
-        return Num(n, lo.span)
-    if dim.kind is DimKind.INDEX:
-        return Num(1, lo.span)
-    if dim.kind is DimKind.EXTENT:
-        assert dim.b is not None
-        return simplify(dim.b)
-    return sub(hi, lo)
+def _bounds(dim: ir.Dim, n: int, span: Span) -> tuple[Expr, Expr, Expr]:
+    """(lo, hi, size) expressions of one region dimension (hi exclusive), its `slice_bounds`
+    with hi and size simplified."""
+    sb = slice_bounds(dim.kind, dim.a, dim.b, (0, n), span)
+    return sb.lo, simplify(sb.hi), simplify(sb.size)
 
 
 def task_views(p: ir.Program, d: ir.Dispatch) -> list[ArgView]:
@@ -114,9 +98,9 @@ def task_views(p: ir.Program, d: ir.Dispatch) -> list[ArgView]:
         dims_ir = arg.region.dims or tuple(ir.Dim(DimKind.ALL, None, None) for _ in shape)
         dims = []
         for dim, n in zip(dims_ir, shape, strict=True):
-            lo, hi = _bounds(dim, n, arg.span)
-            if dim.kind is DimKind.ALL or not ((free_vars(lo) | free_vars(hi)) & block_vars):
-                dims.append(DimBox(simplify(lo), _size(dim, n, lo, hi)))
+            lo, hi, size = _bounds(dim, n, arg.span)
+            if not ((free_vars(lo) | free_vars(hi)) & block_vars):
+                dims.append(DimBox(simplify(lo), size))
             else:
                 dims.append(_reduce_blocks(lo, hi, envs, list(d.block_axes)))
         whole = all(isinstance(b.lo, Num) and b.lo.value == 0 and isinstance(b.size, Num) and b.size.value == n

@@ -78,29 +78,6 @@ def adversarial_order(graph: nx.DiGraph, ig: InstanceGraph) -> list[int]:
     return out
 
 
-def consumer_first_order(graph: nx.DiGraph, consumer: int) -> list[int]:
-    """`consumer` and its ancestors first, then the rest, both parts in submission order.
-
-    Legal for any graph. After deleting an edge producer -> consumer (and no other path),
-    the consumer runs before the producer.
-    """
-    early = nx.ancestors(graph, consumer) | {consumer}
-    order = topo_order(graph)
-    return [n for n in order if n in early] + [n for n in order if n not in early]
-
-
-def producer_last_order(graph: nx.DiGraph, producer: int) -> list[int]:
-    """Everything that does not depend on `producer` first, then the producer and its descendants.
-
-    Both parts in submission order; legal for any graph (a non-descendant's predecessors are
-    non-descendants). It delays `producer` as long as the graph allows, so after deleting an
-    edge producer -> consumer every task that no longer waits for the producer runs first.
-    """
-    late = nx.descendants(graph, producer) | {producer}
-    order = topo_order(graph)
-    return [n for n in order if n not in late] + [n for n in order if n in late]
-
-
 def block_permutation(kind: str, seed: int) -> object:
     """`block_order(node, n)` for Executor.run: identity, seeded shuffle or reverse."""
     if kind == "topo":

@@ -26,7 +26,7 @@ import attrs
 import networkx as nx
 
 from pgraph import records
-from pgraph.backends.numpy.orders import consumer_first_order, producer_last_order
+from pgraph.backends.numpy.orders import topo_order
 from pgraph.backends.numpy.runner import Execution, Session, max_diff
 from pgraph.plan.base import Plan
 
@@ -37,6 +37,29 @@ from pgraph.plan.base import Plan
 ORDER_BOUND = 2e-5
 
 NUMERIC_KINDS = ("consumer-first", "producer-last", "adversarial", "random")
+
+
+def consumer_first_order(graph: nx.DiGraph, consumer: int) -> list[int]:
+    """`consumer` and its ancestors first, then the rest, both parts in submission order.
+
+    Legal for any graph. After deleting an edge producer -> consumer (and no other path),
+    the consumer runs before the producer.
+    """
+    early = nx.ancestors(graph, consumer) | {consumer}
+    order = topo_order(graph)
+    return [n for n in order if n in early] + [n for n in order if n not in early]
+
+
+def producer_last_order(graph: nx.DiGraph, producer: int) -> list[int]:
+    """Everything that does not depend on `producer` first, then the producer and its descendants.
+
+    Both parts in submission order; legal for any graph (a non-descendant's predecessors are
+    non-descendants). It delays `producer` as long as the graph allows, so after deleting an
+    edge producer -> consumer every task that no longer waits for the producer runs first.
+    """
+    late = nx.descendants(graph, producer) | {producer}
+    order = topo_order(graph)
+    return [n for n in order if n not in late] + [n for n in order if n in late]
 
 
 def layer0_edges(plan: Plan) -> list[tuple[int, int]]:
