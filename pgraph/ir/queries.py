@@ -131,7 +131,8 @@ class Evaluator:
     def selection(self, sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis], env: Env) -> list[range]:
         """Per tile axis, the range of tile indices a dep selects (None: every tile).
 
-        Ranges are not clipped: a selection outside the axis is the caller's PG026.
+        Ranges are not clipped: a selection outside the axis is the caller's PG026, and one
+        written backwards (hi < lo) is kept as the empty `range(lo, hi)`, the caller's PG006.
         """
         if sels is None:
             return [range(a.lo, a.hi) for a in axes]
@@ -141,7 +142,7 @@ class Evaluator:
                 out.append(range(axis.lo, axis.hi))
                 continue
             lo, hi = self.interval(sel.kind, sel.a, sel.b, env)
-            out.append(range(lo, max(lo, hi)))
+            out.append(range(lo, hi))  # a backwards range stays so: the caller reports it (PG006)
         return out
 
     def region_bbox(self, region: ir.RegionRef, shape: tuple[int, ...], axes: Sequence[ir.IAxis],
