@@ -406,7 +406,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         text = data = report_json_text(plan, args.spec)
     else:
         _emit_diagnostics(bag, notes=args.notes)
-        text = data = render_text(plan, args.spec)
+        text = data = render_text(plan, args.spec, notes=args.notes)
     if args.output:
         from pgraph.backends.output import write_atomic
 

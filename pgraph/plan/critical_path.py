@@ -110,9 +110,12 @@ class CriticalPathPass(Pass):
             state, blocking = status.get(v, (EarlyState.READY, []))
             if state not in (EarlyState.INELIGIBLE, EarlyState.DUMMY):
                 continue
-            why = ("a dummy is never an early-dispatch candidate" if state is EarlyState.DUMMY else
-                   "unflagged producer(s): " + ", ".join(sorted({g.instances[b].label for b in blocking})))
-            return {"from": g.instances[u].label, "to": g.instances[v].label, "reason": why}
+            if state is EarlyState.DUMMY:
+                return {"from": g.instances[u].label, "to": g.instances[v].label,
+                        "reason": "a dummy is never an early-dispatch candidate"}
+            labels = [g.instances[b].label for b in sorted(set(blocking))]  # in submit order
+            return {"from": g.instances[u].label, "to": g.instances[v].label,
+                    "reason": producers_text(labels), "blocking": labels}
         return None
 
     @staticmethod
@@ -306,3 +309,17 @@ def unrolled_length(plan: Plan, cost: dict[int, int]) -> tuple[int, dict[int, in
         cur = cur[1]
     path.reverse()
     return best, layer_ends, path
+
+
+#: Producers named in a summarised list (`producers_text`); `--notes` prints them all.
+SHOWN_PRODUCERS = 5
+
+
+def producers_text(labels: list[str], full: bool = False) -> str:
+    """'unflagged producer(s): A, B' for a few producers; past SHOWN_PRODUCERS (unless `full`),
+    the count, the first ones in submit order and where the rest are: a fan-in of 16,000 tiles
+    is one short line, not 229 KB."""
+    if full or len(labels) <= SHOWN_PRODUCERS:
+        return "unflagged producer(s): " + ", ".join(labels)
+    return (f"{len(labels):,} unflagged producers: " + ", ".join(labels[:SHOWN_PRODUCERS])
+            + f" and {len(labels) - SHOWN_PRODUCERS:,} more (`--notes` lists all)")
