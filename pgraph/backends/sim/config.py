@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from pgraph import records
+from pgraph.source import MAX_TABLE_BYTES, read_input
 
 
 class ConfigError(Exception):
@@ -104,7 +105,7 @@ class SimConfig:
         figs = dict(self.figures)
         for path in files:
             try:
-                data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+                data = tomllib.loads(read_input(path, MAX_TABLE_BYTES).decode("utf-8"))
             except OSError as err:
                 raise ConfigError(f"cannot read timing file {path}: {err.strerror or err}") from None
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
