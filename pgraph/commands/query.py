@@ -28,6 +28,7 @@ import attrs
 
 from pgraph import records
 from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow
+from pgraph.commands.numbers import count
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
 from pgraph.ir.instances import ArgBox, BlockAccess, EdgeData, Instance, InstanceGraph, box_intersection, boxes_overlap
@@ -480,7 +481,7 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant before folding (repeatable)")
     p.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
-    p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
     p.add_argument("--full", action="store_true", help="expand every loop iteration (slower; for checking)")
     diagnostic_options(p)
 

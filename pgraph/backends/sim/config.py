@@ -8,6 +8,7 @@ or a value of the wrong type is a `ConfigError` (the CLI turns it into a usage e
 
 from __future__ import annotations
 
+import math
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -78,6 +79,8 @@ def _coerce(name: str, old: Any, new: Any) -> Any:
 
 
 def _check_value(name: str, value: Any) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value}")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
         raise ConfigError(f"{name} must not be negative, got {value}")
 
