@@ -103,8 +103,10 @@ class CriticalPathPass(Pass):
 
     @staticmethod
     def first_broken(plan: Plan, path: list[int], status: dict[int, tuple[EarlyState, list[int]]]
-                     ) -> dict[str, str] | None:
-        """The first edge u -> v of `path` whose consumer v cannot be dispatched early."""
+                     ) -> dict[str, Any] | None:
+        """The first edge u -> v of `path` whose consumer v cannot be dispatched early: `from`,
+        `to`, `reason` (a producer list summarised, `producers_text`) and, for an unflagged
+        producer, `blocking` (every one's label, in submit order)."""
         g = plan.graph
         for u, v in zip(path, path[1:]):
             state, blocking = status.get(v, (EarlyState.READY, []))
