@@ -324,19 +324,20 @@ class _Stream:
         self.buf = ""
         self.pos = 0
         self.eof = False
-        self.line = 1   # line and column of buf[0] in the file
+        # a cursor for `where`: buffer position `mark` is at line `line`, column `col` of the file
+        # (positions asked for only grow, so each character is counted once)
+        self.mark = 0
+        self.line = 1
         self.col = 1
 
     def more(self, at_least: int = _CHUNK) -> bool:
         """Read another chunk (at least `at_least` characters, unless the file ends); False at the end."""
         if self.eof:
             return False
-        if self.pos > _CHUNK:  # drop what was consumed, keeping the line and column of buf[0]
-            gone = self.buf[:self.pos]
-            lines = gone.count("\n")
-            self.line += lines
-            self.col = len(gone) - gone.rfind("\n") if lines else self.col + len(gone)
+        if self.pos > _CHUNK:  # drop what was consumed, moving the cursor to the new start
+            self.where(self.pos)
             self.buf = self.buf[self.pos:]
+            self.mark -= self.pos
             self.pos = 0
         got = self.fh.read(max(at_least, _CHUNK))
         if not got:
@@ -346,10 +347,24 @@ class _Stream:
         return True
 
     def where(self, pos: int) -> tuple[int, int]:
-        """(line, column) in the file of buffer position `pos`."""
-        head = self.buf[:pos]
-        lines = head.count("\n")
-        return (self.line + lines, len(head) - head.rfind("\n") if lines else self.col + len(head))
+        """(line, column) in the file of buffer position `pos` (at or after the last one asked)."""
+        if pos < self.mark:  # an error reported behind the cursor: count from the cursor back
+            back = self.buf[pos:self.mark]
+            lines = back.count("\n")
+            if not lines:
+                return self.line, self.col - len(back)
+            line = self.line - lines
+            start = self.buf.rfind("\n", 0, pos) + 1
+            return line, pos - start + 1
+        part = self.buf[self.mark:pos]
+        lines = part.count("\n")
+        if lines:
+            self.line += lines
+            self.col = len(part) - part.rfind("\n")
+        else:
+            self.col += len(part)
+        self.mark = pos
+        return self.line, self.col
 
     def fail(self, message: str, pos: int | None = None) -> DepsFormatError:
         line, col = self.where(self.pos if pos is None else pos)
