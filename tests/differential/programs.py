@@ -693,11 +693,12 @@ class Generator:
 
     def fresh(self, prefix: str) -> str:
         """A new name: `<prefix><n>`; every HAZARD_EVERY-th tensor, view, loop or index variable
-        name is instead the next of HAZARD_NAMES not yet used (no choice is drawn for it, so a
+        name is instead one of HAZARD_NAMES not yet used (no choice is drawn for it, so a
         seed gives the same program as before, with some names spelled so)."""
         self.n += 1
         if prefix in HAZARD_PREFIXES and self.n % HAZARD_EVERY == 0:
-            for name in HAZARD_NAMES:
+            start = (self.n * 7 + len(self.tasks) * 5 + self.items_left) % len(HAZARD_NAMES)  # all get drawn
+            for name in (*HAZARD_NAMES[start:], *HAZARD_NAMES[:start]):
                 if name not in self.hazards_used:
                     self.hazards_used.add(name)
                     return name
