@@ -117,6 +117,7 @@ def test_a_file_past_its_limit_is_refused(argv: list[str], limit: int, tmp_path:
     ["stats", str(HEAD_SPEC), "--layers", "x"],
     ["sim", str(HEAD_SPEC), "--path-steps", "-1"],
     ["diff", str(HEAD_SPEC), str(HEAD_SPEC), "--limit", "0"],
+    ["check", str(HEAD_SPEC), "--layers", "9" * 5000],
 ])
 def test_numeric_options_out_of_range_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Refused when parsed (argparse exit 2), before anything is planned."""
@@ -132,6 +133,13 @@ def test_numeric_options_out_of_range_are_usage_errors(argv: list[str], capsys: 
 def test_sim_set_of_a_non_finite_figure_is_a_usage_error(value: str) -> None:
     usage_error(pgraph("sim", str(HEAD_SPEC), "--layers", "1", "--set", f"core.switch_us={value}"),
                 "core.switch_us must be a finite number")
+
+
+def test_a_define_of_5000_digits_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """Past Python's 4,300-digit conversion limit: it was a ValueError, an internal error (exit 3)."""
+    assert cli.main(["check", str(HEAD_SPEC), "-D", "NUM_LAYERS=" + "9" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert err == "pgraph: error: -D NUM_LAYERS: the value exceeds 2**4096 in magnitude\n"
 
 
 def test_max_memory_inf_as_a_process() -> None:
