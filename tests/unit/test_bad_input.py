@@ -111,7 +111,6 @@ def test_a_file_past_its_limit_is_refused(argv: list[str], limit: int, tmp_path:
     ["run", str(HEAD_SPEC), "--max-memory", "0"],
     ["run", str(HEAD_SPEC), "--trials", "0"],
     ["run", str(HEAD_SPEC), "--batch", "0"],
-    ["run", str(HEAD_SPEC), "--seed", "-5"],
     ["check", str(HEAD_SPEC), "--layers", "0"],
     ["plan", str(HEAD_SPEC), "--layers", "-2"],
     ["stats", str(HEAD_SPEC), "--layers", "x"],
