@@ -152,11 +152,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                                      "against the dense reference")
     if want("run"):
         _spec(run, config_metavar="small|full|FILE.pgl")
-        run.add_argument("--batch", type=count(1), metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
+        run.add_argument("--batch", type=int, metavar="B", help="live rows, 1..BATCH_PAD (default BATCH_PAD)")
         run.add_argument("--seed", type=int, default=1234, metavar="S", help="input seed; random orders use S + trial - 1 (default %(default)s)")
         run.add_argument("--order", choices=("topo", "random", "adversarial"), default="topo",
                          help="execution order (default %(default)s)")
-        run.add_argument("--trials", type=count(1), default=1, metavar="K", help="number of executions (default %(default)s)")
+        run.add_argument("--trials", type=int, default=1, metavar="K", help="number of executions (default %(default)s)")
         run.add_argument("--inputs", choices=("current", "tier"), default="current",
                          help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
                               "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")

@@ -109,8 +109,6 @@ def test_a_file_past_its_limit_is_refused(argv: list[str], limit: int, tmp_path:
     ["run", str(HEAD_SPEC), "--max-memory", "nan"],
     ["run", str(HEAD_SPEC), "--max-memory", "-1"],
     ["run", str(HEAD_SPEC), "--max-memory", "0"],
-    ["run", str(HEAD_SPEC), "--trials", "0"],
-    ["run", str(HEAD_SPEC), "--batch", "0"],
     ["check", str(HEAD_SPEC), "--layers", "0"],
     ["plan", str(HEAD_SPEC), "--layers", "-2"],
     ["stats", str(HEAD_SPEC), "--layers", "x"],
@@ -132,6 +130,19 @@ def test_numeric_options_out_of_range_are_usage_errors(argv: list[str], capsys: 
 def test_sim_set_of_a_non_finite_figure_is_a_usage_error(value: str) -> None:
     usage_error(pgraph("sim", str(HEAD_SPEC), "--layers", "1", "--set", f"core.switch_us={value}"),
                 "core.switch_us must be a finite number")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", str(HEAD_SPEC), "--trials", "0"], "--trials must be at least 1"),
+    (["run", str(HEAD_SPEC), "--seed", "-5"], "--seed must be a non-negative integer, got -5"),
+    (["run", str(HEAD_SPEC), "--config", "small", "--layers", "1", "--batch", "0"], "batch must be in 1..16, got 0"),
+])
+def test_numeric_options_checked_by_the_command_are_usage_errors(argv: list[str], message: str,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Options whose range depends on the spec (the batch) or that `main` reports itself: exit 2."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
 
 
 def test_a_define_of_5000_digits_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
