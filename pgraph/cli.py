@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from pgraph import __version__
+from pgraph import __version__, interrupts
 from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow, side_defines
+from pgraph.commands.numbers import count, finite_positive
 from pgraph.diagnostics import (
     DiagnosticBag,
     Severity,
@@ -64,7 +65,7 @@ def _spec(p: argparse.ArgumentParser, config_metavar: str = "NAME|FILE.pgl",
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant before folding (repeatable)")
     p.add_argument("--config", metavar=config_metavar, help=config_help)
-    p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
     _allow_outside(p)
     diagnostic_options(p)
 
@@ -155,7 +156,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         run.add_argument("--inputs", choices=("current", "tier"), default="current",
                          help="input fixture: 'current' = pypto-lib's random_inputs (reference §5), 'tier' = the "
                               "distributions of the tier harness (docs/backend_numpy.md) (default %(default)s)")
-        run.add_argument("--max-memory", type=float, default=16.0, metavar="GIB",
+        run.add_argument("--max-memory", type=finite_positive, default=16.0, metavar="GIB",
                          help="refuse a run whose estimated memory exceeds GIB gibibytes (default 16)")
         run.add_argument("--weights", choices=("auto", "replicated", "distinct"), default="auto",
                          help="per-layer tensors: layer 0's for every layer, or distinct per layer (drawn on demand "
@@ -173,10 +174,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                          help="override a constant of both spec sides before folding (repeatable)")
         side_defines(dif, "OLD", "NEW")
         dif.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of the spec side(s)")
-        dif.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        dif.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
         diagnostic_options(dif)
         dif.add_argument("--format", choices=("text", "json"), default="text", help="report format")
-        dif.add_argument("--limit", type=int, default=40, metavar="N", help="change groups shown (default %(default)s)")
+        dif.add_argument("--limit", type=count(1), default=40, metavar="N", help="change groups shown (default %(default)s)")
         dif.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically)")
     _query_commands(sub, want)
     fmt = sub.add_parser("fmt", help="rewrite .pgl files in the canonical layout (comments kept)")
@@ -189,7 +190,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         lsp.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                          help="override a constant in every check (repeatable)")
         lsp.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides of every check")
-        lsp.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+        lsp.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
         lsp.add_argument("--stdio", action="store_true", help="talk on stdin/stdout (the default and only transport)")
         _allow_outside(lsp)
     explain = sub.add_parser("explain", help="print the documentation of a diagnostic code")
@@ -451,7 +452,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         text = data = report_json_text(plan, args.spec)
     else:
         _emit_diagnostics(bag, notes=args.notes)
-        text = data = render_text(plan, args.spec)
+        text = data = render_text(plan, args.spec, notes=args.notes)
     if args.output:
         from pgraph.backends.output import write_atomic
 
@@ -657,6 +658,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:
+        interrupts.stop()  # a second Ctrl-C now ends the process at once, with the same code
         print("pgraph: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as err:  # noqa: BLE001 - the last line of defence: a bug, reported as one
@@ -679,7 +681,12 @@ def run() -> None:
     collector never scans the pipeline's objects (`pipeline.keep_results`).
     """
     keep_results()
-    code = main()
+    try:
+        with interrupts.raising():  # inside: KeyboardInterrupt (cleanups run); outside: exit 130 at once
+            code = main()
+    except KeyboardInterrupt:  # between the handlers of `main`
+        print("pgraph: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -11,6 +11,10 @@ it was (the temporary folder is removed, except after SIGKILL). Nothing is writt
 path of the old tree, so a symlink planted inside it (`OUTDIR/kernel_config.py -> /elsewhere`)
 is never followed: it goes away with the old tree and its target is untouched.
 
+OUTDIR given as a symlink to a folder replaces that folder (the link stays); a symlink to
+nothing (dangling) is refused, as a single-file output through one is: the build would create
+the link's target wherever it points, outside the place the user named.
+
 Which folders are replaced: OUTDIR must be missing, empty, a previous build (it holds the
 marker `.pgraph-build`, which lists the files that build wrote), or hold only files this build
 writes (an output of a pgraph without the marker). Anything else is refused (OSError, exit 2):
@@ -52,14 +56,19 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     """Write `text` (str: as UTF-8; bytes: as given, e.g. a rendered picture) to `path` through a
     temporary file and a rename (no half-written file).
 
-    A symlink is followed (its target is replaced); a device or FIFO (`-o /dev/null`) is written
-    in place, never replaced by a rename. OSError propagates (the CLI turns it into exit 2).
+    A symlink is followed (its target is replaced); a symlink to nothing is refused
+    (`DanglingLink`: the file would be created wherever the link points); a device or FIFO
+    (`-o /dev/null`) is written in place, never replaced by a rename. OSError propagates (the
+    CLI turns it into exit 2).
     """
     data = text.encode("utf-8") if isinstance(text, str) else text
     if path.is_symlink():
+        link = path
         path = Path(os.path.realpath(path))  # update the file the link names; keep the link
         if path.is_symlink():  # realpath stops at a symlink loop (Path.resolve raised RuntimeError)
             raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+        if not os.path.lexists(path):
+            raise DanglingLink(link, path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
     if path.exists() and not path.is_file():  # /dev/null, a FIFO: a rename would replace the node itself
@@ -76,6 +85,15 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class DanglingLink(OSError):
+    """An output path that is a symlink to nothing: writing through it would create a file or a
+    folder wherever the link points, outside the place the user named; refused (exit 2)."""
+
+    def __init__(self, link: Path, target: Path) -> None:
+        super().__init__(errno.ENOENT, f"it is a symlink to {target}, which does not exist: pgraph does not create "
+                                       "an output through a link (create the target first, or remove the link)")
 
 
 # ---- build trees ------------------------------------------------------------------------------------
@@ -251,7 +269,12 @@ def write_tree(files: dict[str, str], outdir: str | Path) -> None:
     shown = str(outdir)
     target = Path(outdir)
     if target.is_symlink():  # the folder the user named through a link: replace the folder it names
+        link = target
         target = Path(os.path.realpath(target))
+        if target.is_symlink():
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+        if not os.path.lexists(target):  # a dangling link: never create its target, wherever it points
+            raise DanglingLink(link, target)
     target = Path(os.path.abspath(target))
     keep: list[tuple[str, os.stat_result]] = []
     mode = _umask_mode(0o777)

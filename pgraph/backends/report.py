@@ -55,8 +55,11 @@ def report_facts(plan: Plan) -> dict[str, Any]:
     }
 
 
-def render_text(plan: Plan, spec: str) -> str:
+def render_text(plan: Plan, spec: str, notes: bool = False) -> str:
     """The human-readable report: totals per layer and overall, phases, scopes and rings.
+
+    A long list of producers (the unflagged producers that break the early-resolve chain) is
+    summarised as a count and the first few; `notes` (`plan --notes`) prints every one.
 
     The early-dispatch caveat is one short line; its open point (the runtime's rule, unverified
     on device) is stated in docs/planner.md and in the JSON report (`early_dispatch_open_point`)."""
@@ -88,7 +91,7 @@ def render_text(plan: Plan, spec: str) -> str:
                      _fmt(row["tasks"]), _fmt(row["dummy_tasks"]), _fmt(row["blocks"])])
     out += _table(["phase", "tasks/layer", "dummies/layer", "blocks/layer", "tasks", "dummies", "blocks"], prow)
     out += _early_section(f)
-    out += _critical_section(f)
+    out += _critical_section(f, full=notes)
     out += _rings_section(f)
     out += ["", "scopes (ring = min(depth, 3)):"]
     srow = []
@@ -114,7 +117,7 @@ def _early_section(f: dict[str, Any]) -> list[str]:
     return out
 
 
-def _critical_section(f: dict[str, Any]) -> list[str]:
+def _critical_section(f: dict[str, Any], full: bool = False) -> list[str]:
     cp = f.get("critical_path")
     if not cp:
         return []
@@ -130,7 +133,10 @@ def _critical_section(f: dict[str, Any]) -> list[str]:
     for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
         link = cp.get(key)
         if link:
-            out.append(f"  early-resolve chain breaks first {what} at {link['from']} -> {link['to']}: {link['reason']}")
+            reason = link["reason"]
+            if full and "blocking" in link:
+                reason = "unflagged producer(s): " + ", ".join(link["blocking"])
+            out.append(f"  early-resolve chain breaks first {what} at {link['from']} -> {link['to']}: {reason}")
     return out
 
 

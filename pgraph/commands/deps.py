@@ -10,6 +10,7 @@ of the specs' budgets: an overrun is a PG121 warning, listed with the budgeted f
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections import Counter
@@ -22,13 +23,14 @@ import attrs
 from pgraph import records
 from pgraph.backends.depsjson.diff import Change, DiffResult, LayerRow, Side, diff
 from pgraph.backends.depsjson.export import SpecSide, export
-from pgraph.backends.depsjson.model import DepsFormatError, DepsGraph, parse, render
+from pgraph.backends.depsjson.model import DepsFormatError, DepsGraph, parse_stream, render
 from pgraph.backends.target import emitter, plan_full
 from pgraph.diagnostics import RULES, DiagnosticBag, Severity
 from pgraph.pipeline import Options, UsageError, parse_define, plan_program
 from pgraph.plan.base import Plan
 from pgraph.plan.critical_path import CriticalPath
 from pgraph.plan.figures import figures
+from pgraph.source import MAX_CAPTURE_BYTES, input_error, open_input
 
 Emit = Callable[[DiagnosticBag], None]
 Write = Callable[[Path, str], None]
@@ -49,13 +51,14 @@ def plan_spec(spec: str, opts: Options, emit: Emit) -> tuple[Plan | None, Diagno
 
 
 def load_deps(path: str) -> DepsGraph:
-    """Read and parse a deps.json; UsageError (exit 2) for an unreadable or malformed file."""
+    """Read and parse a deps.json as it streams (`parse_stream` over the one bounded reader,
+    `pgraph.source.open_input`: a regular file of at most MAX_CAPTURE_BYTES); UsageError (exit
+    2) for an unreadable or malformed file, at the first bad record, with its line and column."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open_input(path, MAX_CAPTURE_BYTES) as raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
+            return parse_stream(fh)
     except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
-    try:
-        return parse(text)
+        raise UsageError(f"cannot read {path}: {input_error(err)}") from None
     except DepsFormatError as err:
         where = f"{path}:{err.line}:{err.col}" if err.line else path
         raise UsageError(f"{where}: not a deps.json: {err}") from None

@@ -17,6 +17,7 @@ from pgraph.diagnostics import DiagnosticBag
 from pgraph.frontend.fmt import format_module
 from pgraph.frontend.loader import read_spec
 from pgraph.frontend.parser import parse_source
+from pgraph.source import MAX_SOURCE_BYTES, open_input
 
 __all__ = ["format_text", "run"]
 
@@ -26,7 +27,7 @@ _BOM = "\ufeff"
 def _has_bom(path: Path) -> bool:
     """Whether the file starts with the UTF-8 byte-order mark (False when it cannot be read)."""
     try:
-        with path.open("rb") as f:
+        with open_input(path, MAX_SOURCE_BYTES) as f:
             return f.read(3) == b"\xef\xbb\xbf"
     except OSError:
         return False

@@ -36,6 +36,7 @@ from pgraph.commands import editor
 from pgraph.diagnostics import Severity
 from pgraph.frontend.loader import UsageError, real_path
 from pgraph.pipeline import Options
+from pgraph.source import MAX_SOURCE_BYTES, read_input
 
 __all__ = ["DEBOUNCE", "make_server", "serve"]
 
@@ -79,7 +80,7 @@ class _Session:
             if p is not None and real_path(p) == real_path(path):
                 return workspace.get_text_document(uri).source.split("\n")
         try:
-            return path.read_text(encoding="utf-8", errors="replace").split("\n")
+            return read_input(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace").split("\n")
         except OSError:
             return []
 

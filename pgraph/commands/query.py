@@ -28,6 +28,7 @@ import attrs
 
 from pgraph import records
 from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow
+from pgraph.commands.numbers import count
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
 from pgraph.ir.instances import ArgBox, BlockAccess, EdgeData, Instance, InstanceGraph, box_intersection, boxes_overlap
@@ -205,10 +206,16 @@ class Query:
 
     def regions(self, a: int, b: int, writer_needed: bool = True) -> list[str]:
         """The tensor regions instances `a` and `b` both touch, at least one writing (unless
-        `writer_needed` is False): the declared accesses of their blocks (`reads`, `writes`,
-        `atomic_add`), the common part of each pair merged into one bounding box per tensor and
-        kind, as 'attn_proj[0:16, 2048:5120] (atomic_add -> read)'; when the accesses share
-        nothing, the kernel arguments' boxes (what the TensorMap compares), marked 'argument'."""
+        `writer_needed` is False): the declared accesses of their blocks (`declared_regions`);
+        when the accesses share nothing, the kernel arguments' boxes (`argument_regions`, what
+        the TensorMap compares), marked 'argument'."""
+        return self.declared_regions(a, b, writer_needed) or self.argument_regions(a, b, writer_needed)
+
+    def declared_regions(self, a: int, b: int, writer_needed: bool = True) -> list[str]:
+        """The regions the declared accesses of `a`'s and `b`'s blocks (`reads`, `writes`,
+        `atomic_add`) both touch, at least one writing unless `writer_needed` is False: the common
+        part of each pair merged into one bounding box per tensor and kind, as
+        'attn_proj[0:16, 2048:5120] (atomic_add -> read)'."""
         tensors = self.program.tensors
         found: dict[tuple[str, str, str, str], list[tuple[int, int]] | str] = {}
         theirs = self._accesses(b)
@@ -226,9 +233,14 @@ class Query:
                         (min(p[0], c[0]), max(p[1], c[1])) for p, c in zip(have, common)]
                 else:
                     found[key] = f"{_box_text(x.tensor, x.box)} ~ {_box_text(y.tensor, y.box)}"
-        out = [f"{v if isinstance(v, str) else _box_text(k[0], v)} ({k[2]} -> {k[3]})" for k, v in found.items()]
-        if out:
-            return out
+        return [f"{v if isinstance(v, str) else _box_text(k[0], v)} ({k[2]} -> {k[3]})" for k, v in found.items()]
+
+    def argument_regions(self, a: int, b: int, writer_needed: bool = True) -> list[str]:
+        """The boxes of `a`'s and `b`'s kernel arguments that overlap (what the runtime's TensorMap
+        compares), at least one not `in` unless `writer_needed` is False, as 'argument x[0:8, 0:64]
+        (inout x -> in x)'."""
+        tensors = self.program.tensors
+        out: list[str] = []
         for ax in self.graph.args.get(a, []):
             for ay in self.graph.args.get(b, []):
                 if ax.buffer != ay.buffer or (writer_needed and _reads(ax) and _reads(ay)):
@@ -428,16 +440,36 @@ def render_why(q: Query, a: Instance, b: Instance) -> str:
                 lines.append(f"  note: identical iterations are expanded once ({its}): the real path passes every "
                              "iteration in between (`--full`, or naming the iterations, spells it out)")
             return "\n".join(lines) + "\n"
-    shared = q.regions(a.id, b.id, writer_needed=False)
     lines = [f"{a.label} and {b.label} are unordered: no path joins them, either may run first"]
-    if shared:
-        lines.append("  regions both touch:")
-        lines.extend(f"    {r}" for r in shared)
-        if q.regions(a.id, b.id):
-            lines.append("  one of them writes: a race unless the kernels make it safe (`pgraph check`: PG100)")
-    else:
-        lines.append("  they share no tensor region")
+    lines.extend(_unordered_lines(q, a.id, b.id))
     return "\n".join(lines) + "\n"
+
+
+def _unordered_lines(q: Query, a: int, b: int) -> list[str]:
+    """What two unordered instances share. The race checks (PG100) read the blocks' declared
+    accesses; the runtime's TensorMap compares the kernel arguments' boxes, which may be wider.
+    The verdict follows the declared accesses, and an argument overlap with a writer behind
+    read-only accesses is named as such, so the lines never contradict each other."""
+    shared = q.declared_regions(a, b, writer_needed=False)
+    if not shared:
+        shared = q.argument_regions(a, b, writer_needed=False)
+        if not shared:
+            return ["  they share no tensor region"]
+        lines = ["  regions both touch (kernel arguments; their blocks' accesses share nothing):"]
+        lines.extend(f"    {r}" for r in shared)
+        if q.argument_regions(a, b):
+            lines.append("  one of them writes: a race unless the kernels make it safe (`pgraph check`: PG100)")
+        return lines
+    lines = ["  regions both touch:", *(f"    {r}" for r in shared)]
+    if q.declared_regions(a, b):
+        lines.append("  one of them writes: a race unless the kernels make it safe (`pgraph check`: PG100)")
+        return lines
+    wider = q.argument_regions(a, b)
+    if wider:
+        lines.append("  both only read every shared region, so no race; their kernel arguments overlap with a "
+                     "writer (" + "; ".join(wider) + "): the runtime's TensorMap compares arguments, so an auto "
+                     "scope orders the two")
+    return lines
 
 
 # ---- the subcommands -----------------------------------------------------------------------
@@ -449,7 +481,7 @@ def add_spec_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant before folding (repeatable)")
     p.add_argument("--config", metavar="NAME|FILE.pgl", help="constant overrides (see `plan --config`)")
-    p.add_argument("--layers", type=int, metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
     p.add_argument("--full", action="store_true", help="expand every loop iteration (slower; for checking)")
     diagnostic_options(p)
 

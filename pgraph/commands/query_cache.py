@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pgraph.fastpath import reference_mode
+from pgraph.source import MAX_SOURCE_BYTES, read_input
 
 __all__ = ["cache_dir", "cached", "enabled"]
 
@@ -67,7 +68,7 @@ def _code_stamp() -> str:
 
 def _files_ok(manifest: Sequence[tuple[str, str]]) -> bool:
     try:
-        return all(_digest(Path(path).read_bytes()) == digest for path, digest in manifest)
+        return all(_digest(read_input(path, MAX_SOURCE_BYTES)) == digest for path, digest in manifest)
     except OSError:
         return False
 
@@ -105,7 +106,7 @@ def cached(key: tuple[Any, ...], build: Callable[[], tuple[Any, Sequence[Path]] 
         return None
     value, files = made
     try:
-        manifest = [(str(Path(f).resolve()), _digest(Path(f).read_bytes())) for f in sorted(set(files))]
+        manifest = [(str(Path(f).resolve()), _digest(read_input(f, MAX_SOURCE_BYTES))) for f in sorted(set(files))]
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as fh:

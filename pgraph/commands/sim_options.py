@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from pgraph.commands.numbers import count
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of `pgraph sim` (the spec and the common -D/--config/--layers come from the CLI)."""
@@ -33,4 +35,4 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fit per-kernel costs from a captured chip_swimlane_records.json and deps.json "
                         "(kernel names from the spec's func ids) and print or write (-o) a calibration TOML")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report (or the calibration) to FILE")
-    p.add_argument("--path-steps", type=int, default=12, metavar="N", help="critical-path steps to print (default 12)")
+    p.add_argument("--path-steps", type=count(0), default=12, metavar="N", help="critical-path steps to print (default 12)")

@@ -149,7 +149,7 @@ def selection_function(sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis
         if lines is None:
             return None
         body += lines
-        parts.append(f"range(l{i}, max(l{i}, h{i}))")
+        parts.append(f"range(l{i}, h{i})")
     src = ["def sel(env):", *(f"    {line}" for line in body), f"    return [{', '.join(parts)}]"]
     exec(_code("\n".join(src)), ns)  # noqa: S102 - source built above from the IR's own nodes
     fn: SelFn = ns["sel"]

@@ -50,6 +50,10 @@ def select_tiles(ex: Expander, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet,
     """The tile coordinates a dep selects; None (an issue recorded) when a range leaves the tile space."""
     ranges = ex.ev.selection(dep.sels, ts.axes, env)
     for r, sel, axis in zip(ranges, dep.sels or (), ts.axes):
+        if r.stop < r.start:  # a backwards selection: PG006, as a backwards range
+            ex.issue(DepIssue("backwards", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
+                     (f"backwards {d.name} {r.start}..{r.stop}", sel.span))
+            return None
         if len(r) and (r.start < axis.lo or r.stop > axis.hi):
             ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
                      (f"range {d.name} {r.start}..{r.stop}", sel.span))
@@ -226,6 +230,11 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
         count = 1
         for i, (r, axis) in enumerate(zip(ranges, ts.axes)):
             n = len(r)
+            if r.stop < r.start:  # a backwards selection: PG006, as a backwards range
+                sel = (dep.sels or ())[i]
+                ex.issue(DepIssue("backwards", sel.span, d.name, ts.name, axis.var, r.start, r.stop),
+                         (f"backwards {d.name} {r.start}..{r.stop}", sel.span))
+                return
             if n and (r.start < axis.lo or r.stop > axis.hi):
                 sel = (dep.sels or ())[i]
                 ex.issue(DepIssue("range", sel.span, d.name, ts.name, axis.var, r.start, r.stop),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,12 +19,13 @@ from pgraph import records
 from pgraph.diagnostics import DiagnosticBag, Note
 from pgraph.frontend import ast
 from pgraph.frontend.parser import parse_source
-from pgraph.source import SourceFile, Span
+from pgraph.source import MAX_SOURCE_BYTES, SourceFile, Span, check_regular, read_input
+
+__all__ = ["MAX_SOURCE_BYTES", "Loaded", "UsageError", "check_regular", "display_name", "is_inside",
+           "load_program_files", "normalize_text", "outside_note", "project_root", "read_source", "read_spec", "real_path", "spec_source"]
 
 #: Deepest chain of nested includes followed (the specs nest 2 deep).
 MAX_INCLUDE_DEPTH = 100
-#: Largest .pgl file read (the HEAD spec and its includes are about 40 KB together).
-MAX_SOURCE_BYTES = 16 * 2**20
 #: A folder holding one of these names is a project root (`project_root`).
 PROJECT_MARKERS = (".git", "pyproject.toml", "pgraph.toml")
 
@@ -85,42 +85,15 @@ def is_inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def check_regular(path: Path) -> None:
-    """OSError unless `path` is a regular file (`os.stat`, so nothing is opened): ENOENT for a
-    missing file, ELOOP for a symlink loop, EISDIR for a folder, EINVAL ("is a FIFO", "is a
-    character device", ...) for a special file, which an open could block on or disturb."""
-    mode = os.stat(path).st_mode
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, f"is {_kind(mode)}, not a regular file")
-
-
 def read_source(path: Path, display: str | None = None) -> SourceFile:
     """Read `path` as UTF-8 into a SourceFile (OSError propagates to the caller).
 
-    Only a regular file is read (`check_regular` before the open; the open itself does not
-    block, and the opened file is checked again, so a FIFO swapped in between is refused too).
-    A leading byte-order mark is dropped and line ends become '\n' (as `read_text` does). At
-    most MAX_SOURCE_BYTES are read, so a runaway generated file is an OSError (EFBIG) instead
-    of a read that never ends.
+    Through the one bounded reader (`pgraph.source.read_input`): only a regular file, at most
+    MAX_SOURCE_BYTES, so a runaway generated file is an OSError (EFBIG) instead of a read that
+    never ends. A leading byte-order mark is dropped and line ends become '\n' (as `read_text`
+    does).
     """
-    check_regular(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, f"is {_kind(os.fstat(fd).st_mode)}, not a regular file")
-        data = fh.read(MAX_SOURCE_BYTES + 1)
-    if len(data) > MAX_SOURCE_BYTES:
-        raise OSError(errno.EFBIG, f"larger than {MAX_SOURCE_BYTES // 2**20} MiB")
+    data = read_input(path, MAX_SOURCE_BYTES)
     text = data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
     return SourceFile(display or display_name(path), text, path)
 

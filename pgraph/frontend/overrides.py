@@ -47,6 +47,9 @@ def parse_define(text: str) -> tuple[str, int]:
     digits = value.strip()
     if not re.fullmatch(r"[+-]?[0-9][0-9_]*", digits):  # the grammar's INT (ASCII digits), with a sign
         raise UsageError(f"-D {name}: '{value}' is not an integer")
+    plain = digits.replace("_", "").lstrip("+-").lstrip("0")
+    if len(plain) > MAX_INT_BITS // 3 + 1:  # more digits than 2**MAX_INT_BITS has (int() refuses past 4300)
+        raise UsageError(f"-D {name}: the value exceeds 2**{MAX_INT_BITS} in magnitude")
     number = int(digits.replace("_", ""))
     if number.bit_length() > MAX_INT_BITS:
         raise UsageError(f"-D {name}: the value exceeds 2**{MAX_INT_BITS} in magnitude")

@@ -115,7 +115,8 @@ class EvalIssue:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class DepIssue:
-    """A dep that selects no tile ('empty') or tiles outside the tile space ('range')."""
+    """A dep that selects no tile ('empty'), tiles outside the tile space ('range'), or a range
+    written backwards (`[5..2]`, `[a +: -1]`: 'backwards', `lo` > `hi`)."""
 
     kind: str
     span: Span

@@ -134,8 +134,8 @@ class Evaluator:
     def selection(self, sels: Sequence[ir.DepSel] | None, axes: Sequence[ir.IAxis], env: Env) -> list[range]:
         """Per tile axis, the range of tile indices a dep selects (None: every tile).
 
-        Ranges are not clipped: a selection outside the axis is the caller's PG026. A selection
-        with `hi < lo` is empty (`range(lo, lo)`).
+        Ranges are not clipped: a selection outside the axis is the caller's PG026, and one
+        written backwards (hi < lo) is kept as the empty `range(lo, hi)`, the caller's PG006.
         """
         if sels is None:
             return [range(a.lo, a.hi) for a in axes]
@@ -145,8 +145,7 @@ class Evaluator:
                                                           sels[0].span))
         out = []
         for flo, fhi, _ in bounds:
-            lo = flo(env)
-            out.append(range(lo, max(lo, fhi(env))))
+            out.append(range(flo(env), fhi(env)))  # a backwards range stays so: the caller reports it (PG006)
         return out
 
     def region_bbox(self, region: ir.RegionRef, shape: tuple[int, ...], axes: Sequence[ir.IAxis],

@@ -103,16 +103,21 @@ class CriticalPathPass(Pass):
 
     @staticmethod
     def first_broken(plan: Plan, path: list[int], status: dict[int, tuple[EarlyState, list[int]]]
-                     ) -> dict[str, str] | None:
-        """The first edge u -> v of `path` whose consumer v cannot be dispatched early."""
+                     ) -> dict[str, Any] | None:
+        """The first edge u -> v of `path` whose consumer v cannot be dispatched early: `from`,
+        `to`, `reason` (a producer list summarised, `producers_text`) and, for an unflagged
+        producer, `blocking` (every one's label, in submit order)."""
         g = plan.graph
         for u, v in zip(path, path[1:]):
             state, blocking = status.get(v, (EarlyState.READY, []))
             if state not in (EarlyState.INELIGIBLE, EarlyState.DUMMY):
                 continue
-            why = ("a dummy is never an early-dispatch candidate" if state is EarlyState.DUMMY else
-                   "unflagged producer(s): " + ", ".join(sorted({g.instances[b].label for b in blocking})))
-            return {"from": g.instances[u].label, "to": g.instances[v].label, "reason": why}
+            if state is EarlyState.DUMMY:
+                return {"from": g.instances[u].label, "to": g.instances[v].label,
+                        "reason": "a dummy is never an early-dispatch candidate"}
+            labels = [g.instances[b].label for b in sorted(set(blocking))]  # in submit order
+            return {"from": g.instances[u].label, "to": g.instances[v].label,
+                    "reason": producers_text(labels), "blocking": labels}
         return None
 
     @staticmethod
@@ -332,3 +337,17 @@ class _Unroller:
             ends = [dist[k] for k in range(i, j) if self.own_layer[k] is not None]
             if ends:
                 self.layer_ends[self.lo[lid] + passes] = max(ends)
+
+
+#: Producers named in a summarised list (`producers_text`); `--notes` prints them all.
+SHOWN_PRODUCERS = 5
+
+
+def producers_text(labels: list[str], full: bool = False) -> str:
+    """'unflagged producer(s): A, B' for a few producers; past SHOWN_PRODUCERS (unless `full`),
+    the count, the first ones in submit order and where the rest are: a fan-in of 16,000 tiles
+    is one short line, not 229 KB."""
+    if full or len(labels) <= SHOWN_PRODUCERS:
+        return "unflagged producer(s): " + ", ".join(labels)
+    return (f"{len(labels):,} unflagged producers: " + ", ".join(labels[:SHOWN_PRODUCERS])
+            + f" and {len(labels) - SHOWN_PRODUCERS:,} more (`--notes` lists all)")

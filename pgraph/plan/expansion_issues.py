@@ -1,5 +1,6 @@
 """What the expansion met: regions with a negative extent (PG006) or outside their tensor (PG007),
-expressions that cannot be evaluated (PG018), deps that select nothing (PG015) or tiles outside
+expressions that cannot be evaluated (PG018), dep selections written backwards (PG006), deps that
+select nothing (PG015) or tiles outside
 the tile space (PG026)."""
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class ExpansionIssuesPass(Pass):
                             hint="check the tile constants and the index expressions")
                 case EvalIssue():
                     bag.add("PG018", f"{issue.where}: {issue.message}", issue.span)
+                case DepIssue(kind="backwards"):
+                    bag.add("PG006", f"'{issue.consumer}' selects {issue.tileset} tiles {issue.var} in "
+                            f"{issue.lo}..{issue.hi}: a selection written backwards has a negative extent",
+                            issue.span, hint=f"write the bounds low to high ({issue.hi}..{issue.lo} selects "
+                                             f"{issue.lo - issue.hi} tile(s)), or an empty range on purpose "
+                                             f"as {issue.lo}..{issue.lo}")
                 case DepIssue(kind="empty"):
                     bag.add("PG015", f"'{issue.consumer}' depends on an empty set of '{issue.tileset}' tiles",
                             issue.span, hint="an empty range is legal but orders nothing; check the bounds")

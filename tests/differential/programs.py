@@ -662,6 +662,20 @@ class _Ctx:
     carry_tasks: list[str]  # TaskId carries usable here
 
 
+#: Names the a2a3 generator must spell apart (pgraph.backends.a2a3.layout.spec_base): C/C++
+#: macros and keywords, names reserved to the implementation or the runtime, names of the
+#: generated file, and names ending like the ones it derives (`x0_ci_shapes` is the shapes array
+#: of a TensorCreateInfo `x0_ci`, `t1_ci` a TensorCreateInfo, `v2_shapes` a reshape's shapes).
+#: None starts with "c": the generator tells tensor carries by that letter.
+HAZARD_NAMES = ("EOF", "errno", "int", "NULL", "assert", "stdin", "INT32_MAX", "linux", "_Tmp", "__LINE__",
+                "PTO2_SCOPE", "orch_args", "main", "alloc_0", "params_t1", "t1_ci", "x0_ci_shapes", "v2_shapes",
+                "ext_x0", "EXIT_SUCCESS", "new", "MAX_TENSOR_ARGS", "SIZE_MAX", "u_loop", "t3_tids", "n4_dim0")
+#: The `fresh` prefixes whose names may be hazards (tensors, views, carries' NEXT tensors, loop and
+#: index variables), and how often.
+HAZARD_PREFIXES = frozenset(("t", "v", "n", "L", "i"))
+HAZARD_EVERY = 3
+
+
 class Generator:
     """Draws one `Program` through a Chooser."""
 
@@ -675,9 +689,19 @@ class Generator:
         self.parent: dict[int, int] = {}
         self.items_left = self.MAX_ITEMS
         self.expect: set[str] = set()
+        self.hazards_used: set[str] = set()
 
     def fresh(self, prefix: str) -> str:
+        """A new name: `<prefix><n>`; every HAZARD_EVERY-th tensor, view, loop or index variable
+        name is instead one of HAZARD_NAMES not yet used (no choice is drawn for it, so a
+        seed gives the same program as before, with some names spelled so)."""
         self.n += 1
+        if prefix in HAZARD_PREFIXES and self.n % HAZARD_EVERY == 0:
+            start = (self.n * 7 + len(self.tasks) * 5 + self.items_left) % len(HAZARD_NAMES)  # all get drawn
+            for name in (*HAZARD_NAMES[start:], *HAZARD_NAMES[:start]):
+                if name not in self.hazards_used:
+                    self.hazards_used.add(name)
+                    return name
         return f"{prefix}{self.n}"
 
     # -- the program --

@@ -799,3 +799,95 @@ def test_index_variables_named_like_generated_names_build_and_match(runtime_obje
     assert "[[maybe_unused]] const int64_t b = alloc_0__loop_;" in cpp
     assert "[[maybe_unused]] const int64_t c = b_loop;" in cpp
     record_for(spec, runtime_objects, tmp_path)
+
+
+#: Spec identifiers that are C/C++ macros (`EOF`, `NULL`, `assert`, `errno`, `linux`,
+#: `EXIT_SUCCESS`, `INT32_MAX`, `stdin`), a keyword (`int`), names reserved to the implementation
+#: or the runtime (`__LINE__`, `_Tmp`, `PTO2_SCOPE`), names of the generated file (`orch_args`,
+#: `ext_x` beside an external `x`), and names equal to ones the generator derives (`u_ci_shapes`
+#: is the shapes array of u's TensorCreateInfo, `u_ci` that TensorCreateInfo, `h_shapes` the
+#: reshape shapes of the view h, `p_tids` the TaskId array of p; kernel parameters `deps` and
+#: `fids`, whose views `params_t<n>_deps` would be the task's deps array).
+HAZARD_SPEC = """\
+const R = 8
+tensor x      : f32[R, 64] external
+tensor EOF    : f32[R, 64] external
+tensor ext_x2 : f32[R, 64] external
+scalar errno  : i64 external
+
+kernel z aiv (dst : out f32[R, 16])
+kernel cp aiv (src : in f32[R, 64], dst : out f32[R, 64])
+kernel part aiv (deps : in f32[R, 16], fids : out f32[R, 16], n : scalar i64)
+kernel rd aiv (src : in f32[R, 64])
+kernel flat aiv (src : in f32[R * 64], dst : out f32[R * 64])
+
+entry hazard_names {
+  tensor u           : f32[R, 64]
+  tensor u_ci_shapes : f32[R, 64]
+  tensor u_ci        : f32[R, 64]
+  tensor g           : f32[R, 64]
+  view   h           = g as [R * 64]
+  tensor h_shapes    : f32[R * 64]
+  tensor int         : f32[R, 64]
+  tensor NULL        : f32[R, 64]
+  tensor assert      : f32[R, 64]
+  tensor p_tids      : f32[R, 64]
+  tensor ext_x       : f32[R, 64]
+  tensor orch_args   : f32[R, 64]
+  tensor __LINE__    : f32[R, 64]
+  tensor PTO2_SCOPE  : f32[R, 64]
+  tensor linux       : f32[R, 64]
+  tensor pw          : f32[R, 64]
+  tensor qw          : f32[R, 64]
+
+  at load_u { call cp(x, u) }
+  at load_a { call cp(EOF, u_ci_shapes) }
+  at load_b { call cp(u_ci_shapes, u_ci) }
+  at load_g { call cp(u, g) }
+  at load_i { call cp(g, int) }
+  at load_n { call cp(int, NULL) }
+  at load_s { call cp(NULL, assert) }
+  at load_t { call cp(assert, p_tids) }
+  at load_e { call cp(p_tids, ext_x) }
+  at load_o { call cp(ext_x, orch_args) }
+  at load_l { call cp(orch_args, __LINE__) }
+  at load_m { call cp(__LINE__, PTO2_SCOPE) }
+  at load_k { call cp(PTO2_SCOPE, linux) }
+  parallel p[stdin in 0..4] { call part(u[:, stdin*16 +: 16], pw[:, stdin*16 +: 16], errno) }
+  parallel q[_Tmp in 0..2, EXIT_SUCCESS in 0..2] deps(p[_Tmp*2 + EXIT_SUCCESS]) {
+    call z(qw[:, (_Tmp*2 + EXIT_SUCCESS)*16 +: 16])
+  }
+  for INT32_MAX in 0..2 {
+    at reader deps(q) { call rd(qw) }
+  }
+  at hread { call rd(ext_x2) }
+  at lread { call rd(linux) }
+  at pread { call rd(pw) }
+  at hview { call flat(h, h_shapes) }
+}
+"""
+
+
+def test_hazard_names_build_compile_and_match(runtime_objects: list[Path], tmp_path: Path) -> None:
+    """Every spec identifier keeps its own spelling unless it would collide: then it is spelled
+    apart (a trailing `_`, or a `u` in front of a reserved start), and the file compiles with
+    -Wall -Werror and records pgraph's graph. Before, `EOF` expanded to `(-1)`, `h_shapes` was
+    declared twice, `params_t13_deps` was both a view and the deps array: seven g++ errors."""
+    spec = tmp_path / "hazard.pgl"
+    spec.write_text(HAZARD_SPEC)
+    cpp = build_files(spec)["orchestration/hazard_names.cpp"]
+    for line in ("const ChipTensor& ext_EOF = orch_args.tensor(1).ref();",
+                 "int64_t errno_ = from_u64<int64_t>(orch_args.scalar(0));",
+                 "uint32_t u_ci_shapes[2] = {8, 64};", "TensorCreateInfo u_ci(u_ci_shapes, 2, DataType::FLOAT32);",
+                 "const ChipTensor& u_ci_shapes_ = alloc_0.get_ref(1);", "const ChipTensor& u_ci_ = alloc_0.get_ref(2);",
+                 "uint32_t h_shapes[1] = {512};", "ChipTensor h = g.reshape(h_shapes, 1);",
+                 "const ChipTensor& h_shapes_ = alloc_0.get_ref(4);", "const ChipTensor& int_ = alloc_0.get_ref(5);",
+                 "const ChipTensor& NULL_ = alloc_0.get_ref(6);", "const ChipTensor& p_tids_ = alloc_0.get_ref(8);",
+                 "const ChipTensor& u__LINE__ = alloc_0.get_ref(11);", "const ChipTensor& uPTO2_SCOPE = alloc_0.get_ref(12);",
+                 "for (int64_t stdin_ = 0; stdin_ < 4; ++stdin_) {", "for (int64_t u_Tmp = 0; u_Tmp < 2; ++u_Tmp) {",
+                 "for (int64_t INT32_MAX_ = 0; INT32_MAX_ < 2; ++INT32_MAX_) {"):
+        assert line in cpp, line
+    assert "params_t13_deps_" in cpp and "params_t13_fids_" in cpp
+    # ordinary names keep their spelling (the goldens are byte-identical too)
+    assert "const ChipTensor& g = alloc_0.get_ref(3);" in cpp and "ChipTensor h = " in cpp
+    record_for(spec, runtime_objects, tmp_path)

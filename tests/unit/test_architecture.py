@@ -33,7 +33,8 @@ PKG = ROOT / "pgraph"
 #: The stage of each top-level part of the package, in pipeline order (docs/architecture.md).
 STAGE = {"core": 0, "frontend": 1, "ir": 2, "lower": 3, "expand": 3, "plan": 4, "backends": 5,
          "pipeline": 6, "dump": 7, "explain": 7, "commands": 7, "cli": 8, "__main__": 9}
-CORE = {"source", "diagnostics", "expr", "kinds", "suggest", "fastpath", "records", "findings", "__init__"}
+CORE = {"source", "diagnostics", "expr", "kinds", "suggest", "fastpath", "records", "findings", "interrupts",
+        "__init__"}
 #: What each part may import besides itself and the core.
 ALLOWED = {
     "frontend": set(), "ir": set(), "lower": {"frontend", "ir"}, "expand": {"ir"},

@@ -331,27 +331,27 @@ QUIRKY = """{"tasks": [
  "args": []}],
 "tensors": [{"tensor_id": "7", "buffer_addr": "4294967296", "version": 0, "dtype": "FLOAT32", "buffer_numel": 32}],
 "edges": [
-{"pred": "8589934592", "succ": "8589934593", "arg": -1, "source": "explicit", "flags": ["wait", "retain"]},
-{"pred": "8589934592", "succ": "8589934593", "arg": -1, "source": "explicit", "flags": ["wait", "retain"]},
-{"pred": "8589934000", "succ": "8589934592", "arg": 0, "source": "creator", "flags": ["wait", "retain"],
+""" + """{"pred": "8589934592", "succ": "8589934593", "arg": -1, "source": "explicit", "flags": ["wait", "retain"]},
+""" * 65 + """{"pred": "8589934000", "succ": "8589934592", "arg": 0, "source": "creator", "flags": ["wait", "retain"],
  "tensor_id": "7", "consumer_dtype": "FLOAT32", "consumer_shape": [4, 8], "consumer_start_offset": 0,
  "consumer_strides": [8, 1]}]}
 """
 
 
 def test_import_tolerates_the_quirks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """An integer id, an overflow record (the same task again), a repeated (pred, succ) pair and an
-    alloc producer absent from tasks[] (reference §6.1)."""
+    """An integer id, an overflow record (the same task again: its 65 explicit deps do not fit the
+    64 a record holds inline), a (pred, succ) pair repeated 65 times (64 repeats) and an alloc
+    producer absent from tasks[] (reference §6.1)."""
     g = parse(QUIRKY)
     assert len(g.tasks) == 2 and g.tasks[0].ring == 2 and g.tasks[1].local == 1
     q = g.quirks
-    assert (q.integer_ids, q.overflow_records, q.duplicate_pairs, q.alloc_preds) == (1, 1, 1, 1)
+    assert (q.integer_ids, q.overflow_records, q.duplicate_pairs, q.alloc_preds) == (1, 1, 64, 1)
     path = tmp_path / "q.json"
     path.write_text(QUIRKY)
     code, out, err = run_cli(["import", str(path), "--tasks"], capsys)
     assert code == 0, err
     assert "2 tasks (2 compute, 0 dummies), 3 blocks, 1 tensors" in out
-    assert "#1 2:1 auto kernel -1,1,-1 blocks 1 args 0 <- 2:0 explicit x2" in out
+    assert "#1 2:1 auto kernel -1,1,-1 blocks 1 args 0 <- 2:0 explicit x65" in out
     code, out, _ = run_cli(["import", str(path), "--format", "json", "-o", str(tmp_path / "n.json")], capsys)
     assert code == 0 and parse((tmp_path / "n.json").read_text()).tasks == g.tasks
     # a deps.json diffed against its normalised self: no difference

@@ -208,3 +208,40 @@ def test_the_cache_keeps_a_bounded_number_of_entries(tmp_path: Path, monkeypatch
         assert query_cache.cached(("test", i), lambda i=i: (i * 10, [])) == i * 10
     assert len(list(tmp_path.glob("q-*.pickle"))) == 3
     assert query_cache.cached(("test", 4), lambda: (-1, [])) == 40  # a hit: build is not called
+
+
+#: `a` is passed x as inout but declares it reads x[:, 0:16] only; `b` reads the whole of x.
+WHY_WIDER_ARGUMENT_SPEC = """\
+const R = 8
+tensor x : f32[R, 64] external
+tensor y : f32[R, 64] external
+tensor z : f32[R, 64] external
+kernel upd aiv (x : inout f32[R, 64], y : out f32[R, 64])
+kernel rd aiv (x : in f32[R, 64], z : out f32[R, 64])
+
+entry e {
+  manual scope {
+    at a {
+      call upd(x, y)
+      reads x[:, 0 +: 16]
+    }
+    at b { call rd(x, z) }
+  }
+}
+"""
+
+
+def test_why_does_not_call_a_read_read_overlap_a_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The declared accesses of `a` and `b` share x[0:8, 0:16], read by both (no race: `check` is
+    ok); only the kernel arguments' boxes overlap with a writer (a's inout x). `why` used to list
+    the read/read region and then say "one of them writes: a race"."""
+    spec = tmp_path / "wider.pgl"
+    spec.write_text(WHY_WIDER_ARGUMENT_SPEC)
+    assert main(["check", str(spec)]) == 0
+    capsys.readouterr()
+    assert main(["why", str(spec), "a", "b"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == ["  regions both touch:", "    x[0:8, 0:16] (read -> read)"]
+    assert not any("race unless" in line for line in out)
+    assert out[3].startswith("  both only read every shared region, so no race; their kernel arguments overlap "
+                             "with a writer (argument x[0:8, 0:64] (inout x -> in x))")

@@ -135,9 +135,48 @@ def test_critical_path_values_by_hand(head) -> None:
         assert steps[offset:offset + len(LAYER_PATH)] == [(f"{t}@L={layer}", c) for t, c in LAYER_PATH]
     # early resolve (reference §4: copy_hidden carries no E; a dummy is never a candidate)
     assert cp["first_broken_early_link"] == {"from": "copy_hidden@cb=0", "to": "x_gamma0",
-                                             "reason": "unflagged producer(s): copy_hidden@cb=0"}
+                                             "reason": "unflagged producer(s): copy_hidden@cb=0",
+                                             "blocking": ["copy_hidden@cb=0"]}
     assert cp["first_broken_early_link_in_layer"] == {"from": "fa_fused@L=1", "to": "out_proj_dummy@L=1",
                                                       "reason": "a dummy is never an early-dispatch candidate"}
+
+
+#: A legal fan-in: c waits on every one of N unflagged tiles of p (none is flagged `early`).
+FAN_IN_SPEC = """\
+const N = 2000
+tensor o : f32[16, N * 16] external
+tensor r : f32[16, 16] external
+kernel z aiv (dst : out f32[16, 16])
+kernel rd aiv (src : in f32[16, N * 16], dst : out f32[16, 16])
+
+entry fan {
+  manual scope {
+    parallel p[i in 0..N] { call z(o[:, i*16 +: 16]) }
+    at c deps(p) { call rd(o, r) }
+  }
+}
+"""
+
+
+def test_a_long_producer_list_is_summarised_and_notes_lists_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The early-resolve line of a 2,000-producer fan-in names the count and the first five in
+    submit order (p[i=0]..p[i=4], not the string order p[i=0], p[i=1000], ...); `--notes` lists
+    all 2,000. It used to print every producer on one line (229 KB at 16,000)."""
+    from pgraph.cli import main
+
+    spec = tmp_path / "fan.pgl"
+    spec.write_text(FAN_IN_SPEC)
+    assert main(["plan", str(spec)]) == 0
+    line, = [ln for ln in capsys.readouterr().out.splitlines() if "early-resolve chain" in ln]
+    assert line == ("  early-resolve chain breaks first from the entry at p[i=0] -> c: 2,000 unflagged producers: "
+                    "p[i=0], p[i=1], p[i=2], p[i=3], p[i=4] and 1,995 more (`--notes` lists all)")
+    assert main(["plan", str(spec), "--notes"]) == 0
+    line, = [ln for ln in capsys.readouterr().out.splitlines() if "early-resolve chain" in ln]
+    named = line.split("unflagged producer(s): ")[1].split(", ")
+    assert named == [f"p[i={i}]" for i in range(2000)]
+    cp = report_facts(plan_ok(spec))["critical_path"]["first_broken_early_link"]
+    assert cp["blocking"] == named
 
 
 def test_critical_path_equals_networkx_longest_path_of_the_full_graph() -> None:

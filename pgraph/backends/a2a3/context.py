@@ -96,7 +96,7 @@ def function_names(p: ir.Program, taken: set[str]) -> tuple[dict[str, str], dict
     for t in p.tensors.values():
         for axis in range(len(t.shape)):
             if t.storage is Storage.EXTERNAL and t.is_runtime(axis):
-                dim_c[(t.name, axis)] = unique(f"{t.name}_dim{axis}", taken)
+                dim_c[(t.name, axis)] = unique(f"{t.name}_dim{axis}", taken, derived=True)
     return tensor_c, scalar_c, dim_c
 
 

@@ -215,7 +215,7 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
             consumers.setdefault(c.init, []).append(parent)
             consumers.setdefault(c.next, []).append(_body_path(p, lp, parent))
             size = max(task_slots(p, p.tilesets[c.init]), task_slots(p, p.tilesets[c.next]))
-            carries[c.name] = Storage(c.name, SlotKind.CARRY, unique(f"{c.name}_tids", names), size, parent,
+            carries[c.name] = Storage(c.name, SlotKind.CARRY, unique(f"{c.name}_tids", names, derived=True), size, parent,
                                       (NodeKind.LOOP, lp.id), False)
     out: dict[str, Storage] = {}
     for name, ts in p.tilesets.items():
@@ -228,12 +228,12 @@ def plan_storage(p: ir.Program, names: set[str]) -> tuple[dict[str, Storage], di
         if local:
             home = producer_paths[0]
             valid = (first.kind is not TaskKind.DUMMY or not first.deps) and not (first.kind is TaskKind.SPMD and first.block_count == 0)
-            out[name] = Storage(name, SlotKind.LOCAL, unique(f"{name}_tid", names), 1, home, (NodeKind.DISPATCH, first.name), valid)
+            out[name] = Storage(name, SlotKind.LOCAL, unique(f"{name}_tid", names, derived=True), 1, home, (NodeKind.DISPATCH, first.name), valid)
             continue
         home = common_prefix([*producer_paths, *uses])
         fp = paths[first.name]
         before = fp[len(home)] if len(fp) > len(home) else (NodeKind.DISPATCH, first.name)
-        out[name] = Storage(name, SlotKind.ARRAY, unique(f"{name}_tids", names), slots(ts), home, before, False)
+        out[name] = Storage(name, SlotKind.ARRAY, unique(f"{name}_tids", names, derived=True), slots(ts), home, before, False)
     return out, carries, loop_parent
 
 
@@ -258,20 +258,83 @@ RESERVED = frozenset((
 #: Numbered names of the generated file (params_t<n>, task_<n>_outs, alloc_<k>, ...).
 GENERATED = re.compile(r"(params_t\d+|task_\d+_outs|alloc_\d+|mixed_\d+|params_phase_fence_barrier_\d+"
                        r"|phase_fence_barrier_\d+_outs)(_\w*)?")
+#: Macros a spec identifier must not spell: those of the headers the generated file includes
+#: (<stddef.h>, <stdint.h>, <stdio.h>; the runtime's pto_orchestration_api.h and what it includes:
+#: <assert.h>, <stdarg.h>, <string.h>), the runtime header's own, and GCC's predefined ones
+#: without underscores (`linux`, `unix` in the GNU dialects). `EOF` as a tensor name was
+#: replaced by `(-1)` and broke the file. C++20 keywords too, for a newer compiler.
+MACROS = frozenset((
+    "EOF", "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX", "L_tmpnam", "TMP_MAX", "SEEK_SET", "SEEK_CUR", "SEEK_END",
+    "stdin", "stdout", "stderr", "errno", "assert", "offsetof", "va_start", "va_end", "va_arg", "va_copy",
+    "EXIT_SUCCESS", "EXIT_FAILURE", "RAND_MAX", "MB_CUR_MAX", "CHAR_BIT", "CHAR_MIN", "CHAR_MAX", "SCHAR_MIN",
+    "SCHAR_MAX", "UCHAR_MAX", "SHRT_MIN", "SHRT_MAX", "USHRT_MAX", "INT_MIN", "INT_MAX", "UINT_MAX", "LONG_MIN",
+    "LONG_MAX", "ULONG_MAX", "LLONG_MIN", "LLONG_MAX", "ULLONG_MAX",
+    *(f"{p}INT{n}_{x}" for p in ("", "U") for n in (8, 16, 32, 64) for x in ("MIN", "MAX", "C")),
+    *(f"{p}INT_{k}{n}_{x}" for p in ("", "U") for k in ("LEAST", "FAST") for n in (8, 16, 32, 64)
+      for x in ("MIN", "MAX")),
+    "INTPTR_MIN", "INTPTR_MAX", "UINTPTR_MAX", "INTMAX_MIN", "INTMAX_MAX", "UINTMAX_MAX", "INTMAX_C", "UINTMAX_C",
+    "PTRDIFF_MIN", "PTRDIFF_MAX", "SIZE_MAX", "SIG_ATOMIC_MIN", "SIG_ATOMIC_MAX", "WCHAR_MIN", "WCHAR_MAX",
+    "WINT_MIN", "WINT_MAX", "linux", "unix", "i386",
+    "MAX_TENSOR_ARGS", "MAX_SCALAR_ARGS", "rt_report_fatal", "LOG_ERROR", "LOG_WARN", "LOG_INFO", "LOG_DEBUG",
+    "LOG_TIMING", "PTO2_SCOPE", "PTO2_SCOPE_GUARD", "PTO2_SCOPE_CAT", "PTO2_SCOPE_CAT2", "PTO2_LOG_VIA",
+    "char8_t", "concept", "consteval", "constinit", "co_await", "co_return", "co_yield", "requires",
+    "import", "module", "final", "override",
+))
+#: Names whose start is reserved: to the C++ implementation ([lex.name]: two underscores, or an
+#: underscore and a capital, as `__LINE__`, `_GLIBCXX_ASSERT`), to the runtime's macros (`PTO2_`),
+#: to <inttypes.h>'s format macros (`PRId64`). A trailing `_` cannot fix such a name: a spec
+#: identifier that starts so is spelled with a `u` in front (`spec_base`).
+PREFIXED = re.compile(r"(__|_[A-Z]|PTO2_|(PRI|SCN)[diouxX](8|16|32|64|MAX|PTR|LEAST|FAST)).*")
+#: The endings of the names the generator derives from a chosen name (`<t>_ci`, `<t>_ci_shapes`,
+#: `<view>_shapes`, `<view>_offsets`, `<view>_lo<i>`/`_hi<i>`, `<set>_tid(s)`, `<carry>_tids`,
+#: `<ext>_dim<k>`, `<var>_loop`, `task_<n>_outs`): a spec identifier that ends so takes a
+#: trailing `_` (`spec_base`), so a derived name can never equal a spec name (a tensor
+#: `u_ci_shapes` once shadowed the shapes array of the TensorCreateInfo of `u`).
+DERIVED = re.compile(r".*_(ci|shapes|offsets|tids?|outs|loop|dim\d+|lo\d+|hi\d+|deps|deps_count|fids\w*)")
+#: Kernel parameter names that the generator's own `params_t<n>_<word>` names use.
+PARAM_WORDS = frozenset(("deps", "deps_count", "fids"))
 
 
 def is_reserved(name: str) -> bool:
-    """True for C++ keywords, API names and the generated file's numbered names."""
-    return name in RESERVED or GENERATED.fullmatch(name) is not None
+    """True for C++ keywords, API names, macros, names reserved to the implementation and the
+    generated file's numbered names."""
+    return (name in RESERVED or name in MACROS or GENERATED.fullmatch(name) is not None
+            or PREFIXED.fullmatch(name) is not None)
 
 
-def unique(want: str, names: set[str], generated: bool = False) -> str:
+def spec_base(name: str) -> str:
+    """The spelling a spec identifier starts from: itself; `u` and itself when its start is
+    reserved (`PREFIXED`: `_Tmp` is `u_Tmp`); itself and a trailing `_` when it is otherwise
+    reserved (`EOF_`, `int_`, `alloc_0_`) or ends like a derived name (`u_ci_shapes_`)."""
+    if PREFIXED.fullmatch(name):
+        return f"u{name}"
+    return f"{name}_" if is_reserved(name) or DERIVED.fullmatch(name) else name
+
+
+def spec_mangled(name: str) -> bool:
+    """Whether `spec_base` changes the spec identifier `name`."""
+    return spec_base(name) != name
+
+
+def param_part(name: str) -> str:
+    """A kernel parameter name inside `params_t<n>_<name>`: with a trailing `_` when the
+    generator uses that word itself (`params_t<n>_deps`) or the name ends like a derived name."""
+    return f"{name}_" if name in PARAM_WORDS or name.startswith("fids") or DERIVED.fullmatch(name) else name
+
+
+def unique(want: str, names: set[str], generated: bool = False, derived: bool = False) -> str:
     """`want`, or `want_2`, `want_3`... whichever is free; the result is added to `names`.
 
-    A spec-derived `want` that is reserved (`is_reserved`) gets a trailing `_` first; a name the
+    A spec identifier `want` gets `spec_base` first (`u_X`, `EOF_`, `u_ci_shapes_`); a name
+    `derived` from a chosen one (`<t>_ci`, `<set>_tids`) a trailing `_` when reserved; a name the
     generator builds itself (`generated`) only has to be free.
     """
-    base = want if generated or not is_reserved(want) else f"{want}_"
+    if generated:
+        base = want
+    elif derived:
+        base = f"{want}_" if is_reserved(want) else want
+    else:
+        base = spec_base(want)
     out, n = base, 2
     while out in names:
         out = f"{base}_{n}"
@@ -280,15 +343,24 @@ def unique(want: str, names: set[str], generated: bool = False) -> str:
     return out
 
 
-def local_name(want: str, taken: AbstractSet[str], busy: set[str]) -> str:
+def local_name(want: str, taken: AbstractSet[str], busy: set[str], spec: bool = False) -> str:
     """A loop-local identifier, added to `busy`: `want`, else `want_2`, `want_3`..., the first
     that is neither a function-wide name (`taken`), nor in `busy` (the C++ names in use where it
     is declared), nor reserved (`is_reserved`).
 
     When the numbered forms are all reserved (`alloc_0` gives `alloc_0_2`, `alloc_0_3`..., every
     one a generated name's form), the rule of `unique` for a reserved name applies instead:
-    `want_`, else `want__2`, `want__3`...
+    `want_`, else `want__2`, `want__3`... A `spec` identifier (a dep loop's tile variable) that
+    `spec_base` changes starts from that spelling (`EOF_`, `u_X`), then takes the free form.
     """
+    if spec and spec_mangled(want):
+        base = out = spec_base(want)
+        n = 2
+        while out in taken or out in busy:
+            out = f"{base}_{n}"
+            n += 1
+        busy.add(out)
+        return out
     out, n = want, 2
     while out in taken or out in busy or is_reserved(out):
         out = f"{want}_{n}"

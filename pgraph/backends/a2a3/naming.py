@@ -20,7 +20,18 @@ from pgraph.ir import program as ir
 from pgraph.kinds import CarryKind, DepKind, DimKind, NodeKind, Storage, TaskKind
 
 from .context import Context, Names, env_ranges, function_names
-from .layout import Node, Path, SlotKind, alloc_ident, build_tree, is_single, local_name, plan_storage, unique
+from .layout import (
+    Node,
+    Path,
+    SlotKind,
+    alloc_ident,
+    build_tree,
+    is_single,
+    local_name,
+    param_part,
+    plan_storage,
+    unique,
+)
 from .layout import Storage as Slots
 from .order import Alloc, Declare, Loop, Scope, Submit, block_items
 from .regions import task_views
@@ -135,17 +146,17 @@ def plan_names(ctx: Context) -> Names:
             alloc.setdefault(r.key, counters["alloc"])
             counters["alloc"] += 1
         elif isinstance(r, Ci):
-            ci[r.tensor] = unique(f"{ctx.tensor_c[r.tensor]}_ci", taken | var_names)
+            ci[r.tensor] = unique(f"{ctx.tensor_c[r.tensor]}_ci", taken | var_names, derived=True)
             taken.add(ci[r.tensor])
         elif isinstance(r, View):
-            got = unique(f"params_t{task[r.dispatch]}_{r.param}", taken | var_names, generated=True)
+            got = unique(f"params_t{task[r.dispatch]}_{param_part(r.param)}", taken | var_names, generated=True)
             view[(r.dispatch, r.param)] = got
             taken.add(got)
         elif isinstance(r, Reserve):
             taken.add(r.name)
         elif isinstance(r, Locals):
             busy = {var[v] for v in r.vars}
-            dep_loops[r.key] = tuple(local_name(want, taken, busy) for want in r.wants)
+            dep_loops[r.key] = tuple(local_name(want, taken, busy, spec=True) for want in r.wants)
         else:
             busy = set(var_names)
             temps[r.dispatch] = {v: local_name(f"{var[v]}_loop", taken, busy) for v in r.sources}

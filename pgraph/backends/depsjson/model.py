@@ -27,16 +27,18 @@ and column.
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import IO, Any
 
 import attrs
 
 from pgraph import records
 
 __all__ = ["ARG_TYPES", "DepsArg", "DepsEdge", "DepsFormatError", "DepsGraph", "DepsTask", "DepsTensor", "Quirks",
-           "Region", "fnv1a_tensor_id", "parse", "render"]
+           "Region", "fnv1a_tensor_id", "parse", "parse_stream", "render"]
 
 ARG_TYPES = ("INPUT", "OUTPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP")
 SOURCES = ("explicit", "creator", "tensormap")
@@ -303,55 +305,268 @@ def _kind(v: Any) -> str:
             float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
 
 
-def parse(text: str) -> DepsGraph:
-    """Read a deps.json text into a DepsGraph (see the module docstring for the quirks accepted).
+#: Explicit deps one task record holds inline, and per overflow record (reference §6.1).
+INLINE_DEPS, OVERFLOW_DEPS = 64, 582
+#: Longest single record (a task, a tensor, an edge) the streaming reader buffers.
+MAX_RECORD_CHARS = 16 * 2**20
+_CHUNK = 2**20
+_WS = " \t\n\r"
+_DECODER = json.JSONDecoder()
 
-    Raises DepsFormatError: invalid JSON (with line/column), a missing or mistyped field, an
-    edge whose succ is not a task, an overflow record that disagrees with its task."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DepsFormatError(f"line {err.lineno} col {err.colno}", f"not valid JSON: {err.msg}",
-                              err.lineno, err.colno) from None
-    except RecursionError:
-        raise DepsFormatError("", "not valid JSON: nested too deeply") from None
-    r = _Reader()
-    top = r.obj(doc, "")
-    lists = {}
-    for key in ("tasks", "tensors", "edges"):
-        v = top.get(key, [] if key == "tensors" else None)
-        if not isinstance(v, list):
-            raise DepsFormatError(key, "missing" if v is None else f"expected a list, found {_kind(v)}")
-        lists[key] = v
-    tasks: list[DepsTask] = []
-    seen: dict[int, int] = {}
-    overflow = 0
-    for i, value in enumerate(lists["tasks"]):
-        t = r.task(value, f"tasks[{i}]")
-        if t.task_id in seen:  # an overflow record of a task already listed
-            first = tasks[seen[t.task_id]]
+
+class _Stream:
+    """The text of a deps.json read in chunks: the top-level object is walked by hand and each
+    record of a list decoded alone (`json.JSONDecoder.raw_decode`), so a record is checked as soon
+    as it is read and neither the whole text nor its JSON tree is ever held."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self.fh = fh
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        # a cursor for `where`: buffer position `mark` is at line `line`, column `col` of the file
+        # (positions asked for only grow, so each character is counted once)
+        self.mark = 0
+        self.line = 1
+        self.col = 1
+
+    def more(self, at_least: int = _CHUNK) -> bool:
+        """Read another chunk (at least `at_least` characters, unless the file ends); False at the end."""
+        if self.eof:
+            return False
+        if self.pos > _CHUNK:  # drop what was consumed, moving the cursor to the new start
+            self.where(self.pos)
+            self.buf = self.buf[self.pos:]
+            self.mark -= self.pos
+            self.pos = 0
+        got = self.fh.read(max(at_least, _CHUNK))
+        if not got:
+            self.eof = True
+            return False
+        self.buf += got
+        return True
+
+    def where(self, pos: int) -> tuple[int, int]:
+        """(line, column) in the file of buffer position `pos` (at or after the last one asked)."""
+        if pos < self.mark:  # an error reported behind the cursor: count from the cursor back
+            back = self.buf[pos:self.mark]
+            lines = back.count("\n")
+            if not lines:
+                return self.line, self.col - len(back)
+            line = self.line - lines
+            start = self.buf.rfind("\n", 0, pos) + 1
+            return line, pos - start + 1
+        part = self.buf[self.mark:pos]
+        lines = part.count("\n")
+        if lines:
+            self.line += lines
+            self.col = len(part) - part.rfind("\n")
+        else:
+            self.col += len(part)
+        self.mark = pos
+        return self.line, self.col
+
+    def fail(self, message: str, pos: int | None = None) -> DepsFormatError:
+        line, col = self.where(self.pos if pos is None else pos)
+        return DepsFormatError(f"line {line} col {col}", f"not valid JSON: {message}", line, col)
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end of the file)."""
+        while True:
+            n = len(self.buf)
+            while self.pos < n and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < n:
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def expect(self, char: str, what: str) -> None:
+        if self.peek() != char:
+            raise self.fail(f"Expecting {what}")
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value, decoded alone; more text is read while it is cut off by the buffer."""
+        if self.peek() == "\ufeff" and self.line == 1 and self.col == 1 and self.pos == 0:
+            raise self.fail("Unexpected UTF-8 BOM (decode using utf-8-sig)")
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as err:
+                cut = err.pos >= len(self.buf) - 16 or err.msg.startswith("Unterminated string")
+                if cut and len(self.buf) - self.pos <= MAX_RECORD_CHARS and self.more(len(self.buf) - self.pos):
+                    continue
+                raise self.fail(err.msg, err.pos) from None
+            except RecursionError:
+                raise DepsFormatError("", "not valid JSON: nested too deeply") from None
+            if end == len(self.buf) and not self.eof and self.more():
+                continue  # a number may go on in the next chunk: decode it again with that
+            self.pos = end
+            return value
+
+    def items(self) -> Iterator[tuple[int, int, int, Any]]:
+        """(index, line, column, value) of each element of the list at the current position."""
+        self.expect("[", "'['")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        i = 0
+        while True:
+            self.peek()
+            line, col = self.where(self.pos)
+            yield i, line, col, self.value()
+            i += 1
+            c = self.peek()
+            self.pos += 1
+            if c == "]":
+                return
+            if c != ",":
+                raise self.fail("Expecting ',' delimiter", self.pos - 1)
+
+
+def _located(err: DepsFormatError, line: int, col: int) -> DepsFormatError:
+    """`err` with the line and column of the record it is about (when it has none)."""
+    if not err.line:
+        err.line, err.col = line, col
+    return err
+
+
+class _Graph:
+    """What the streaming reader has accepted so far; each record is checked as it arrives, and
+    an edge against tasks[] at once when tasks[] came first (the order pgraph and simpler write)."""
+
+    def __init__(self) -> None:
+        self.r = _Reader()
+        self.tasks: list[DepsTask] = []
+        self.seen: dict[int, int] = {}
+        self.repeats: list[tuple[int, int, int, int]] = []   # (index, task id, line, col) of each repeat
+        self.tensors: list[DepsTensor] = []
+        self.edges: list[DepsEdge] = []
+        self.deferred: list[tuple[int, int]] = []  # (line, col) of each edge read before tasks[]
+        self.tasks_done = False
+        self.pairs: dict[tuple[int, int], int] = {}
+        self.allocs: set[int] = set()
+        self.explicit: Counter[int] = Counter()
+
+    def task(self, i: int, value: Any, line: int, col: int) -> None:
+        t = self.r.task(value, f"tasks[{i}]")
+        if t.task_id in self.seen:  # an overflow record of a task already listed, or a duplicate
+            first = self.tasks[self.seen[t.task_id]]
             if attrs.evolve(t, args=first.args) != first or (t.args and t.args != first.args):
                 raise DepsFormatError(f"tasks[{i}]", f"task {t.task_id} is listed again with other fields "
                                                      f"(an overflow record must repeat its task)")
-            overflow += 1
-            continue
-        seen[t.task_id] = len(tasks)
-        tasks.append(t)
-    tensors = tuple(r.tensor(v, f"tensors[{i}]") for i, v in enumerate(lists["tensors"]))
-    edges = tuple(r.edge(v, f"edges[{i}]") for i, v in enumerate(lists["edges"]))
-    pairs: dict[tuple[int, int], int] = {}
-    allocs: set[int] = set()
-    for i, e in enumerate(edges):
-        if e.succ not in seen:
+            self.repeats.append((i, t.task_id, line, col))
+            return
+        self.seen[t.task_id] = len(self.tasks)
+        self.tasks.append(t)
+
+    def edge(self, i: int, value: Any, line: int, col: int) -> None:
+        e = self.r.edge(value, f"edges[{i}]")
+        if self.tasks_done:
+            self.check_edge(i, e)
+        else:
+            self.deferred.append((line, col))
+        self.edges.append(e)
+
+    def tensor(self, i: int, value: Any, line: int, col: int) -> None:
+        self.tensors.append(self.r.tensor(value, f"tensors[{i}]"))
+
+    def check_edge(self, i: int, e: DepsEdge) -> None:
+        if e.succ not in self.seen:
             raise DepsFormatError(f"edges[{i}].succ", f"task {e.succ} is not in tasks[]")
-        if e.pred not in seen:
+        if e.pred not in self.seen:
             if e.source == "explicit":
                 raise DepsFormatError(f"edges[{i}].pred", f"explicit dep on task {e.pred}, which is not in tasks[] "
                                                           f"(only alloc tasks may be absent; they take no deps)")
-            allocs.add(e.pred)
-        pairs[(e.pred, e.succ)] = pairs.get((e.pred, e.succ), 0) + 1
-    quirks = Quirks(r.integer_ids, overflow, sum(n - 1 for n in pairs.values()), len(allocs))
-    return DepsGraph(tuple(tasks), tensors, edges, quirks)
+            self.allocs.add(e.pred)
+        if e.source == "explicit":
+            self.explicit[e.succ] += 1
+        self.pairs[(e.pred, e.succ)] = self.pairs.get((e.pred, e.succ), 0) + 1
+
+    def finish(self) -> DepsGraph:
+        if not self.tasks_done:  # edges[] came before tasks[]: check them now
+            self.tasks_done = True
+        for i, (e, (line, col)) in enumerate(zip(self.edges, self.deferred)):
+            try:
+                self.check_edge(i, e)
+            except DepsFormatError as err:
+                raise _located(err, line, col) from None
+        self.duplicates()
+        quirks = Quirks(self.r.integer_ids, len(self.repeats), sum(n - 1 for n in self.pairs.values()),
+                        len(self.allocs))
+        return DepsGraph(tuple(self.tasks), tuple(self.tensors), tuple(self.edges), quirks)
+
+    def duplicates(self) -> None:
+        """A repeated task record is an overflow record only while the task's explicit deps need
+        one: 64 inline, 582 per overflow record. Any further repeat is a duplicate record."""
+        count: Counter[int] = Counter()
+        for i, tid, line, col in self.repeats:
+            count[tid] += 1
+            deps = self.explicit[tid]
+            allowed = -(-max(0, deps - INLINE_DEPS) // OVERFLOW_DEPS)
+            if count[tid] > allowed:
+                first = self.seen[tid]
+                fits = "inline" if allowed == 0 else f"in {allowed + 1} records"
+                err = DepsFormatError(f"tasks[{i}]", f"duplicate record of task {tid} (first listed at tasks[{first}]): "
+                                                     f"its {deps} explicit dep(s) fit {fits} ({INLINE_DEPS} inline, "
+                                                     f"{OVERFLOW_DEPS} per overflow record)")
+                raise _located(err, line, col)
+
+
+def parse(text: str) -> DepsGraph:
+    """Read a deps.json text into a DepsGraph (`parse_stream` of the text)."""
+    return parse_stream(io.StringIO(text))
+
+
+def parse_stream(fh: IO[str]) -> DepsGraph:
+    """Read a deps.json from the text stream `fh` into a DepsGraph (see the module docstring for
+    the quirks accepted), record by record: a malformed record is reported when it is read, with
+    the line and column where it starts, without reading the rest of the file.
+
+    Raises DepsFormatError: invalid JSON (with line/column), a missing or mistyped field, an
+    edge whose succ is not a task, an overflow record that disagrees with its task or that the
+    task's explicit deps do not need (a duplicate record), a top-level list given twice."""
+    st = _Stream(fh)
+    g = _Graph()
+    if st.peek() != "{":
+        value = st.value()
+        raise DepsFormatError("", f"expected an object, found {_kind(value)}")
+    st.pos += 1
+    given: set[str] = set()
+    readers: dict[str, Callable[[int, Any, int, int], None]] = {"tasks": g.task, "edges": g.edge, "tensors": g.tensor}
+    while True:
+        if st.peek() == "}":
+            st.pos += 1
+            break
+        if given:
+            st.expect(",", "',' delimiter")
+        if st.peek() != '"':
+            raise st.fail("Expecting property name enclosed in double quotes")
+        key = st.value()
+        st.expect(":", "':' delimiter")
+        if key in given and key in readers:
+            raise DepsFormatError(key, "listed twice")
+        given.add(key)
+        if key not in readers:
+            st.value()  # another field: read and ignored
+            continue
+        if st.peek() != "[":
+            v = st.value()
+            raise DepsFormatError(key, f"expected a list, found {_kind(v)}")
+        for i, line, col, value in st.items():
+            try:
+                readers[key](i, value, line, col)
+            except DepsFormatError as err:
+                raise _located(err, line, col) from None
+        if key == "tasks":
+            g.tasks_done = True
+    if st.peek():
+        raise st.fail("Extra data")
+    for key in ("tasks", "edges"):
+        if key not in given:
+            raise DepsFormatError(key, "missing")
+    return g.finish()
 
 
 # ---- writing ---------------------------------------------------------------------------------

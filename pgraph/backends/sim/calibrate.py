@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from pgraph.backends.escape import comment_text
+from pgraph.source import MAX_CAPTURE_BYTES, read_input
 
 from .records import SimGraph
 
 
 def _load(path: Path, what: str) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_input(path, MAX_CAPTURE_BYTES).decode("utf-8"))
     except OSError as err:
         raise ValueError(f"cannot read {what} {path}: {err.strerror or err}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:

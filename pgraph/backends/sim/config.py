@@ -8,6 +8,7 @@ or a value of the wrong type is a `ConfigError` (the CLI turns it into a usage e
 
 from __future__ import annotations
 
+import math
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import attrs
 
 from pgraph import records
+from pgraph.source import MAX_TABLE_BYTES, read_input
 
 
 class ConfigError(Exception):
@@ -77,6 +79,8 @@ def _coerce(name: str, old: Any, new: Any) -> Any:
 
 
 def _check_value(name: str, value: Any) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, got {value}")
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
         raise ConfigError(f"{name} must not be negative, got {value}")
 
@@ -104,7 +108,7 @@ class SimConfig:
         figs = dict(self.figures)
         for path in files:
             try:
-                data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+                data = tomllib.loads(read_input(path, MAX_TABLE_BYTES).decode("utf-8"))
             except OSError as err:
                 raise ConfigError(f"cannot read timing file {path}: {err.strerror or err}") from None
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

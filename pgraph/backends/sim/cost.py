@@ -21,6 +21,7 @@ from pathlib import Path
 import attrs
 
 from pgraph import records
+from pgraph.source import MAX_TABLE_BYTES, read_input
 
 from .config import ConfigError, SimConfig
 from .records import Shape, TaskRecord
@@ -48,7 +49,7 @@ class BlockCost:
 def load_calibration(path: str | Path) -> dict[str, float]:
     """Per-kernel µs per block from a calibration TOML (`[kernels] NAME = { us = ..., ... }` or `NAME = us`)."""
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomllib.loads(read_input(path, MAX_TABLE_BYTES).decode("utf-8"))
     except OSError as err:
         raise ConfigError(f"cannot read calibration file {path}: {err.strerror or err}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
