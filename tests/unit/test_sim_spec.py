@@ -25,6 +25,7 @@ from pgraph.cli import main
 from pgraph.commands.sim import load_graph
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, ROOT, SPECS, VARIANT_762, load_kernel_config
+from tests.support.trace_nesting import nesting_errors
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +133,7 @@ def test_trace_validates_and_follows_the_merged_swimlane_layout(head2) -> None:
     data = json.loads(text)
     jsonschema.validate(data, TRACE_SCHEMA)
     ev = data["traceEvents"]
+    assert nesting_errors(ev) == []   # slices nest per lane, every flow lies in a slice of its lane
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     assert procs == {1: "Orchestrator", 2: "AICPU Scheduler", 3: "Scheduler View", 4: "Worker View"}
     lanes = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 4}
@@ -143,6 +145,19 @@ def test_trace_validates_and_follows_the_merged_swimlane_layout(head2) -> None:
     ends = {e["id"] for e in ev if e["ph"] == "f"}
     assert starts == ends and starts
     assert render_trace(simulate(head2, load_config())) == text  # deterministic
+
+
+def test_nesting_check_catches_partial_overlaps_and_stray_flows() -> None:
+    # planted: on one lane [0, 10] and [5, 15] overlap without nesting; [2, 4] nests in [0, 10];
+    # a flow at 20 lies in no slice of its lane, one at 3 does; another lane is independent
+    x = [{"ph": "X", "pid": 3, "tid": 0, "name": n, "ts": a, "dur": d} for n, a, d in
+         (("a", 0.0, 10.0), ("b", 5.0, 10.0), ("c", 2.0, 2.0))]
+    x.append({"ph": "X", "pid": 3, "tid": 1, "name": "d", "ts": 5.0, "dur": 1.0})
+    flows = [{"ph": "s", "pid": 3, "tid": 0, "id": 1, "ts": 3.0}, {"ph": "f", "pid": 3, "tid": 0, "id": 2, "ts": 20.0},
+             {"ph": "f", "pid": 3, "tid": 1, "id": 3, "ts": 4.999}]
+    errors = nesting_errors(x + flows)
+    assert len(errors) == 4 and "'b'" in errors[0] and "id 2" in errors[1] and "id 3" in errors[2]
+    assert nesting_errors(x[:1] + x[2:] + flows[:1]) == []
 
 
 def test_cli_sim_report_trace_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -289,4 +304,5 @@ def test_forty_layer_trace_validates(request: pytest.FixtureRequest, tmp_path: P
     assert main(["sim", str(HEAD_SPEC), "--layers", "40", "--trace", str(out), "-o", str(tmp_path / "r.txt")]) == 0
     data = json.loads(out.read_text())
     jsonschema.validate(data, TRACE_SCHEMA)
+    assert nesting_errors(data["traceEvents"]) == []
     assert sum(1 for e in data["traceEvents"] if e["ph"] == "X" and e["pid"] == 4) == 40 * (432 + 2 * 24) + 8
