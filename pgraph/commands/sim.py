@@ -112,6 +112,8 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
     """Run `pgraph sim` with parsed `args`; `emit` prints diagnostics, `write` writes a file atomically."""
     if args.path_steps < 0:
         raise UsageError("--path-steps must not be negative")
+    if args.plot and Path(args.plot).suffix.lower() != ".svg":
+        raise UsageError(f"--plot writes SVG: give a file name ending in .svg, not '{args.plot}'")
     cfg = _config(args)
     if args.calibrate:
         from pgraph.backends.sim.calibrate import calibrate_files, render_calibration
@@ -143,6 +145,10 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
         from pgraph.backends.sim.trace import render_trace
 
         write(Path(args.trace), render_trace(res))
+    if args.plot:
+        from pgraph.backends.sim.plot import render_svg
+
+        write(Path(args.plot), render_svg(res, summary))
     other_name = None
     other: dict[str, Any] | None = None
     bags = [bag_a]

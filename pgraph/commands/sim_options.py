@@ -10,6 +10,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument("--trace", metavar="OUT.json",
                    help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
+    p.add_argument("--plot", metavar="OUT.svg",
+                   help="draw the swimlane (cores, scheduler threads, orchestrator) and the critical path as SVG")
     p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
     p.add_argument("--b-define", "--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant of the compared side only (OTHER.pgl, or the spec itself without "

@@ -173,6 +173,24 @@ def test_cli_sim_report_trace_and_exit_codes(tmp_path: Path, capsys: pytest.Capt
     assert "unknown figure" in capsys.readouterr().err
 
 
+def test_cli_sim_plot_draws_the_swimlane_and_the_critical_path(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              head2) -> None:
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "p.svg"
+    assert main(["sim", str(HEAD_SPEC), "--layers", "2", "--plot", str(out), "--format", "json"]) == 0
+    path = {s["task"] for s in json.loads(capsys.readouterr().out)["critical_path"]["steps"]}
+    root = ET.fromstring(out.read_text())
+    rects = [r for r in root.iter("{http://www.w3.org/2000/svg}rect")]
+    red = [r for r in rects if r.get("fill") == "#d62728" and r.get("height") == "5"]
+    # one red bar per block and core of every task on the critical path (a MIX block takes 3 cores)
+    want = sum(t.blocks * (3 if t.shape is Shape.MIX else 1) for t in head2.tasks if t.name in path and t.runs_on_cores)
+    assert len(red) == want > 0
+    assert all(r.find("{http://www.w3.org/2000/svg}title") is not None for r in red)
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--plot", str(tmp_path / "p.png")]) == 2
+    assert "SVG" in capsys.readouterr().err
+
+
 def test_cli_sim_reports_a_stall_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "w.pgl"
     spec.write_text("tensor x : f32[16, 64] external\nkernel k aiv (x : inout f32[16, 64])\ncost k = 5\n"
