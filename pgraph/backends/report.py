@@ -126,7 +126,9 @@ def _critical_section(f: dict[str, Any]) -> list[str]:
     if cp.get("per_layer_us") is not None:
         out.append(f"  (the window: {f['layers']} identical layers are expanded as L=0 and L=1, and L=1 stands for "
                    f"layers 1..{f['layers'] - 1}; `--full` expands them all)")
-    out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']})" for s in steps))
+    out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']}" + (
+        f", {s['wait_us']} of it waiting for a unit '{s['waits_for']}' can hold staged, PG119"
+        if s.get("wait_us") else "") + ")" for s in steps))
     for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
         link = cp.get(key)
         if link:
