@@ -12,6 +12,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
     p.add_argument("--plot", metavar="OUT.svg",
                    help="draw the swimlane (cores, scheduler threads, orchestrator) and the critical path as SVG")
+    p.add_argument("--no-range", dest="no_range", action="store_true",
+                   help="simulate under the shipped figures only: no makespan range over the cost model's documented "
+                        "variants (pgraph/backends/sim/variants.toml), and no sign check of a comparison")
     p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
     p.add_argument("--b-define", "--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant of the compared side only (OTHER.pgl, or the spec itself without "

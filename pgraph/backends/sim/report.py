@@ -41,6 +41,11 @@ def render_text(s: dict[str, Any], spec: str, cfg: SimConfig, path_steps: int = 
                      f"{_f(wb['us_per_layer'])} us ({wb['bytes_per_layer'] / 1e9:.3f} GB of matmul weights at "
                      f"{cfg['cost.hbm_gbps']:g} GB/s)"])
     rows.append(["orchestrator blocked (back-pressure)", _f(s["orchestrator_blocked_us"]) + " us"])
+    rng = s.get("range")
+    if rng:
+        rows.insert(1, ["makespan range (cost-model variants)",
+                        f"{_f(rng['lo_us'])} .. {_f(rng['hi_us'])} us over {len(rng['variants'])} variant(s) "
+                        "and the shipped figures (below)"])
     out += _table(["", ""], rows, left=2)[1:]
     if s["stall"]:
         st = s["stall"]
@@ -86,6 +91,13 @@ def render_text(s: dict[str, Any], spec: str, cfg: SimConfig, path_steps: int = 
         out += ["", "per declaration (mean per task, us):"]
         out += _table(["dispatch", "shape", "tasks", "kernel", "data w.", "orch w.", "cohort w.", "core w.", "sched w.",
                        "min slack"], drows)
+    if rng:
+        out += ["", "makespan under the cost model's documented variants (pgraph/backends/sim/variants.toml):"]
+        vrows = [["as shipped (a2a3.toml)", _f(rng["nominal_us"]), ""]]
+        vrows += [[r["variant"], "stalled" if r["makespan_us"] is None else _f(r["makespan_us"]),
+                   "" if r["makespan_us"] is None else f"{100 * (r['makespan_us'] / rng['nominal_us'] - 1):+.1f} %"]
+                  for r in rng["variants"]]
+        out += _table(["variant", "makespan (us)", "vs shipped"], vrows)
     u = s["utilisation"]
     threads = ", ".join(f"{100 * x:.0f} %" for x in u["threads"])
     out += ["", f"utilisation: AIC mean {100 * u['aic_mean']:.1f} % (min {100 * u['aic_min']:.1f}, max "
@@ -154,12 +166,38 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def render_compare(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str) -> str:
-    """The comparison as text: one line per metric, plus the stall state of each side."""
+def render_range(span: dict[str, Any]) -> list[str]:
+    """The comparison under each cost-model variant, its range and whether its sign holds."""
+    out = ["", "makespan B - A under the cost model's documented variants (pgraph/backends/sim/variants.toml):"]
+    rows = []
+    for r in span["rows"]:
+        if r["diff"] is None:
+            rows.append([r["variant"], "stalled" if r["a"] is None else _f(r["a"]),
+                         "stalled" if r["b"] is None else _f(r["b"]), "-"])
+        else:
+            rows.append([r["variant"], _f(r["a"]), _f(r["b"]), ("+" if r["diff"] > 0 else "") + _f(r["diff"])])
+    out += _table(["variant", "A", "B", "B - A"], rows)
+    nominal = span["nominal_us"]
+    way = "B faster" if nominal < 0 else "B slower" if nominal > 0 else "no change"
+    out.append(f"B - A ranges over {_f(span['lo_us'])} .. {_f(span['hi_us'])} us (as shipped "
+               f"{('+' if nominal > 0 else '') + _f(nominal)} us, {way})")
+    if span["holds"]:
+        out.append(f"the sign holds under every variant: {way} across the range")
+    else:
+        out.append(f"the sign does NOT hold: {way} as shipped, but not under " + ", ".join(span["flips"]))
+    return out
+
+
+def render_compare(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str,
+                   span: dict[str, Any] | None = None) -> str:
+    """The comparison as text: one line per metric, the range under the cost model's variants
+    (when computed), plus the stall state of each side."""
     rows = [[r["metric"], _f(r["a"]), _f(r["b"]), ("+" if r["diff"] > 0 else "") + _f(r["diff"]),
              f"{100 * r['rel']:+.2f} %"] for r in compare(a, b)]
     out = [f"A = {name_a}", f"B = {name_b}", ""]
     out += _table(["", "A", "B", "B - A", "change"], rows)
+    if span is not None:
+        out += render_range(span)
     for label, s in (("A", a), ("B", b)):
         if s["stall"]:
             out.append(f"{label} stalled: {s['stall']['reason']}")
