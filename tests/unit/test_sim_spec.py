@@ -373,3 +373,39 @@ def test_cli_sim_reports_a_range_and_vs_says_whether_the_sign_holds(capsys: pyte
                                            or "the sign does NOT hold" in text)
     assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--b-define", "N_OUT_DIRECT_BLOCKS=0", "--no-range"]) == 0
     assert "ranges over" not in capsys.readouterr().out
+
+
+CAPTURE = ROOT / "tests" / "captures" / "decode_layer_1L"
+
+
+def test_sample_capture_calibrates_to_the_table_it_was_built_from(tmp_path: Path) -> None:
+    import tomllib
+
+    table = tomllib.loads((CAPTURE / "kernel_us.toml").read_text(encoding="utf-8"))["kernels"]
+    # the published figures the capture is built from (docs/upstream.md §9.4)
+    assert table["paged_attention_rope_cce"]["us"] == 235.0 and table["dcr_xgamma"]["us"] == 4.0
+    assert {k for k, v in table.items() if v["source"].startswith("published")} == {"paged_attention_rope_cce",
+                                                                                    "dcr_xgamma"}
+    cal = tmp_path / "cal.toml"
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--calibrate", str(CAPTURE / "chip_swimlane_records.json"),
+                 str(CAPTURE / "deps.json"), "-o", str(cal)]) == 0
+    fitted = load_calibration(cal)
+    assert fitted.keys() == table.keys()
+    assert all(fitted[k] == pytest.approx(v["us"], abs=1e-6) for k, v in table.items())
+    # calibrated, the attention blocks run the published 235 us
+    graph, _ = load_graph(HEAD_SPEC, Options(layers=1))
+    assert graph is not None
+    res = simulate(graph, load_config(), fitted)
+    fa = by_dispatch(graph, "fa_fused")[0]
+    assert all(b.end - b.start == pytest.approx(235.0) for b in res.tasks[fa.id].blocks)
+
+
+def test_sample_capture_is_what_its_generator_writes() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_capture", CAPTURE.parent / "make_capture.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, text in mod.build().items():
+        assert (CAPTURE / name).read_text(encoding="utf-8") == text, f"{name}: rerun tests/captures/make_capture.py"

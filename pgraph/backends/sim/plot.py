@@ -98,7 +98,7 @@ def render_svg(res: Result, summary: dict[str, Any]) -> str:
     for th, phases in enumerate(res.thread_phases):
         y = threads_y + th * LANE_H
         out.append(f'<text x="4" y="{y + LANE_H - 1}">AICPU_{th}</text>')
-        for kind, a, b, n in phases:
+        for kind, a, b, _n in phases:
             if b > a:
                 out.append(f'<rect x="{x(a):.2f}" y="{y}" width="{max((b - a) * scale, 0.2):.2f}" '
                            f'height="{LANE_H - 1}" fill="{PHASE_COLOURS.get(kind, "#777777")}"/>')
