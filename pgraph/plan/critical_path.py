@@ -20,6 +20,7 @@ import attrs
 
 from pgraph import records
 from pgraph.fastpath import reference_mode
+from pgraph.ir.cost_model import default_figures, task_us
 from pgraph.ir.instances import Instance
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
@@ -108,6 +109,7 @@ class CriticalPathPass(Pass):
             "path": [self.step(plan, g.instances[n], cost[n], waits.get(n)) for n in path],
             "first_broken_early_link": broken,
             "first_broken_early_link_in_layer": layer_broken,
+            "modelled": self.modelled(plan, preds),
         }))
 
     @staticmethod
@@ -123,6 +125,36 @@ class CriticalPathPass(Pass):
                    "unflagged producer(s): " + ", ".join(sorted({g.instances[b].label for b in blocking})))
             return {"from": g.instances[u].label, "to": g.instances[v].label, "reason": why}
         return None
+
+    def modelled(self, plan: Plan, preds: list[list[int]]) -> dict[str, Any]:
+        """The longest path under the cost model `pgraph sim` uses (`pgraph.ir.cost_model.task_us`,
+        the shipped a2a3 figures: roofline or `cost` lines, plus one scheduling hop per task, and the
+        sync_start holders' wait), in µs; nothing else running. Distances in integer ns, so that the
+        window's steady-state jump (`unrolled_length`) stays exact."""
+        g = plan.graph
+        fig = default_figures()
+        cost = {inst.id: round(task_us(plan.program, g, inst, fig) * 1000) for inst in g.instances}
+        for v, (w, _u) in self.holder_waits(plan, cost).items():
+            cost[v] += w
+        if g.windowed:
+            total, _, steps = unrolled_length(plan, cost)
+            path = [n for n, _ in steps]
+        else:
+            dist: dict[int, int] = {}
+            best: dict[int, int | None] = {}
+            for v in range(len(g.instances)):
+                pred = max(preds[v], key=lambda u: (dist[u], -u), default=None)
+                dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
+                best[v] = pred
+            end = max(dist, key=lambda v: (dist[v], -v))
+            total, path, cur = dist[end], [], end
+            while cur is not None:
+                path.append(cur)
+                cur = best[cur]
+            path.reverse()
+        return {"length_us": total / 1000, "figures": "pgraph/ir/a2a3_timing.toml",
+                "path": [{"task": g.instances[n].label, "dispatch": g.instances[n].dispatch, "kind": g.instances[n].kind,
+                          "us": cost[n] / 1000} for n in path]}
 
     @staticmethod
     def holder_waits(plan: Plan, cost: dict[int, int]) -> dict[int, tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""Discrete-event model of the simpler scheduler on a2a3 (runtime_and_orchestration.md §3-4).
+"""Discrete-event model of the simpler scheduler on a2a3 (docs/upstream.md §2.5, §4, §9.2).
 
 Actors and what they do (each rule's source is in docs/backend_sim.md):
 

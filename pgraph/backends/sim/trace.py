@@ -1,4 +1,4 @@
-"""Chrome trace-event JSON laid out as simpler's `merged_swimlane.json` (runtime_and_orchestration.md §6.2).
+"""Chrome trace-event JSON laid out as simpler's `merged_swimlane.json` (docs/upstream.md §2.8).
 
 The converter `simpler_setup.tools.swimlane_converter` writes `ph` values X (slices), M
 (metadata), s/f (flow arrows from deps.json) and C (counters), with processes pid 1 =

@@ -1,4 +1,4 @@
-"""The cost model's documented variants (`variants.toml`) and the range of a run under them.
+"""The cost model's documented variants (`pgraph/ir/a2a3_variants.toml`) and the range of a run under them.
 
 `pgraph sim` reports the makespan as shipped and under each variant (`makespan_range`); a
 comparison (`--vs`) reports B - A under each and whether its sign holds under all of them
@@ -10,12 +10,12 @@ variant never undoes what the user asked for.
 from __future__ import annotations
 
 import tomllib
-from importlib import resources
 from typing import Any
 
 import attrs
 
 from pgraph import records
+from pgraph.ir.cost_model import variants_text
 
 from .config import SimConfig, load_config
 from .engine import simulate
@@ -34,13 +34,13 @@ class Variant:
 
 
 def load_variants() -> tuple[Variant, ...]:
-    """The variants of `variants.toml` (package data), in file order."""
-    text = resources.files("pgraph.backends.sim").joinpath("variants.toml").read_text(encoding="utf-8")
+    """The variants of `a2a3_variants.toml` (the cost model's package data), in file order."""
+    text = variants_text()
     return tuple(Variant(v["name"], v["what"], tuple(v["sets"]), v["source"]) for v in tomllib.loads(text)["variant"])
 
 
 def variant_config(cfg: SimConfig, v: Variant) -> SimConfig:
-    """`cfg` under variant `v`: its overrides, except of figures `cfg` does not take from a2a3.toml."""
+    """`cfg` under variant `v`: its overrides, except of figures `cfg` does not take from the timing table."""
     shipped = load_config()
     keep = [s for s in v.sets if cfg.source(s.partition("=")[0]) == shipped.source(s.partition("=")[0])]
     return cfg.with_overrides(tuple(keep))
