@@ -13,7 +13,7 @@ What it measures (every figure in the section comes from this run; nothing is ty
 3. the what-ifs, each as simulated A and B and the difference, next to the direction and size
    the real system measured (scheduler_timing.md, optimisation_history.md);
 4. the range of 2 and 3 over the cost model's documented variants
-   (pgraph/backends/sim/variants.toml: the ends of the measured ranges, the latency bounds, the
+   (pgraph/ir/a2a3_variants.toml: the ends of the measured ranges, the latency bounds, the
    staging-cost reading, the per-core bandwidth assumption): each what-if's B - A under every
    variant, and whether its sign holds across them (what `pgraph sim --vs` prints).
 
@@ -69,7 +69,7 @@ WHAT_IFS = [
 ]
 
 #: the shipped figures, then each documented variant: (label, --set overrides)
-SENSITIVITY = [("as shipped (a2a3.toml)", ())] + [
+SENSITIVITY = [("as shipped (a2a3_timing.toml)", ())] + [
     (f"{v.name}: {v.what}", tuple(f"{k}={variant_config(load_config(), v)[k]}" for k in
                                   (x.partition("=")[0] for x in v.sets))) for v in load_variants()]
 
@@ -180,7 +180,7 @@ def section() -> str:
     shipped = per_set[0][2]
     lines += ["", "**What-ifs** (A and B simulated with the shipped figures; B - A < 0 means B is faster; the range "
               f"is B - A over the shipped figures and the {len(per_set) - 1} documented variants of the cost model, "
-              "`pgraph/backends/sim/variants.toml`, as `pgraph sim --vs` prints it):", "",
+              "`pgraph/ir/a2a3_variants.toml`, as `pgraph sim --vs` prints it):", "",
               "| what-if | A (us) | B (us) | B - A | range of B - A | sign across the range | measured |",
               "|---|---:|---:|---:|---:|---|---|"]
     for i, (name, a, b, measured) in enumerate(shipped):

@@ -92,8 +92,8 @@ def render_text(s: dict[str, Any], spec: str, cfg: SimConfig, path_steps: int = 
         out += _table(["dispatch", "shape", "tasks", "kernel", "data w.", "orch w.", "cohort w.", "core w.", "sched w.",
                        "min slack"], drows)
     if rng:
-        out += ["", "makespan under the cost model's documented variants (pgraph/backends/sim/variants.toml):"]
-        vrows = [["as shipped (a2a3.toml)", _f(rng["nominal_us"]), ""]]
+        out += ["", "makespan under the cost model's documented variants (pgraph/ir/a2a3_variants.toml):"]
+        vrows = [["as shipped (a2a3_timing.toml)", _f(rng["nominal_us"]), ""]]
         vrows += [[r["variant"], "stalled" if r["makespan_us"] is None else _f(r["makespan_us"]),
                    "" if r["makespan_us"] is None else f"{100 * (r['makespan_us'] / rng['nominal_us'] - 1):+.1f} %"]
                   for r in rng["variants"]]
@@ -168,7 +168,7 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render_range(span: dict[str, Any]) -> list[str]:
     """The comparison under each cost-model variant, its range and whether its sign holds."""
-    out = ["", "makespan B - A under the cost model's documented variants (pgraph/backends/sim/variants.toml):"]
+    out = ["", "makespan B - A under the cost model's documented variants (pgraph/ir/a2a3_variants.toml):"]
     rows = []
     for r in span["rows"]:
         if r["diff"] is None:
