@@ -8,14 +8,17 @@ Usage (from the repository root):
 What it measures (every figure in the section comes from this run; nothing is typed by hand):
 
 1. the wall time of `pgraph sim specs/decode_layer.pgl --layers 40 --trace OUT.json` as a process;
-2. the simulated 40-layer makespan next to the measured 33.4 ms (batch 16; scheduler_timing.md)
+2. the simulated 40-layer makespan next to the measured 33.4 ms (batch 16; docs/upstream.md §9.4)
    as a ratio, the critical-path breakdown, and the weight-streaming bound (~0.66 GB per layer);
 3. the what-ifs, each as simulated A and B and the difference, next to the direction and size
-   the real system measured (scheduler_timing.md, optimisation_history.md);
-4. the range of 2 and 3 over the cost model's documented variants
-   (pgraph/ir/a2a3_variants.toml: the ends of the measured ranges, the latency bounds, the
-   staging-cost reading, the per-core bandwidth assumption): each what-if's B - A under every
-   variant, and whether its sign holds across them (what `pgraph sim --vs` prints).
+   the real system measured (docs/upstream.md §9.4, §10);
+4. the sensitivity of 2 and 3 to the figures that are readings or assumptions rather than
+   measurements (per-task scheduling cost, per-core bandwidth).
+
+   Those figures are the cost model's documented variants (pgraph/ir/a2a3_variants.toml: the
+   ends of the measured ranges, the latency bounds, the staging-cost reading, the per-core
+   bandwidth assumption): each what-if's B - A under every variant is its range, and whether
+   its sign holds across them is what `pgraph sim --vs` prints.
 
 Reference numbers are compared with, never fitted to.
 """
