@@ -95,14 +95,16 @@ def _scatter_rows(p: ir.Program, d: ir.Dispatch, tname: str) -> int | None:
     return min(counts) if counts else None
 
 
-def block_work(p: ir.Program, g: InstanceGraph, inst: Instance, kernel: ir.Kernel | None) -> BlockWork:
+def block_work(p: ir.Program, g: InstanceGraph, inst: Instance, kernel: ir.Kernel | None,
+               matmuls: dict[str, tuple[float, float] | None] | None = None) -> BlockWork:
     """The mean declared work of one block of `inst`.
 
     Bytes: box volume x dtype size of each declared region; a box that several blocks of the task
     declare (a whole-tensor argument of every block) is shared among them; an indirect read is its
     whole bounding box, an indirect write at most one row per entry of its smallest index tensor.
     FLOPs: 2*M*N*K for an AIC task whose first block reads [M, K] and [K, N] into [M, N]. Vector
-    elements: those an AIV kernel's block touches.
+    elements: those an AIV kernel's block touches. `matmuls`, when given, memoises the matmul
+    shape per dispatch (every instance of a dispatch has the tile of its first one).
     """
     blocks = g.blocks.get(inst.id) or []
     if not blocks:
@@ -131,7 +133,12 @@ def block_work(p: ir.Program, g: InstanceGraph, inst: Instance, kernel: ir.Kerne
     elems = sum(el / uses[ident] for blk in per_block for ident, _, el in blk) / n
     flops = wbytes = 0.0
     if kernel is not None and kernel.core is Core.AIC:
-        mm = matmul(p, blocks[0])
+        if matmuls is None:
+            mm = matmul(p, blocks[0])
+        else:
+            if inst.dispatch not in matmuls:
+                matmuls[inst.dispatch] = matmul(p, blocks[0])
+            mm = matmuls[inst.dispatch]
         if mm is not None:
             flops, wbytes = mm
     return BlockWork(nbytes, flops, elems if kernel is not None and kernel.core is Core.AIV else 0.0, wbytes)
@@ -183,9 +190,11 @@ def shape_units(target: dict[str, int], core: Core) -> int:
             return min(target["clusters"], target["aic"], target["aiv"] // 2)
 
 
-def task_us(p: ir.Program, g: InstanceGraph, inst: Instance, fig: dict[str, Any]) -> float:
+def task_us(p: ir.Program, g: InstanceGraph, inst: Instance, fig: dict[str, Any],
+            matmuls: dict[str, tuple[float, float] | None] | None = None) -> float:
     """A task alone on a path (µs): waves x block cost + one hop; a dummy one completion
-    (`scheduler.dummy_us`); an alloc task nothing (it completes at submit)."""
+    (`scheduler.dummy_us`); an alloc task nothing (it completes at submit). `matmuls`: as for
+    `block_work`."""
     if inst.kind is TaskKind.ALLOC:
         return 0.0
     if inst.kind is TaskKind.DUMMY:
@@ -197,5 +206,5 @@ def task_us(p: ir.Program, g: InstanceGraph, inst: Instance, fig: dict[str, Any]
     units = max(1, shape_units(p.target, core))
     waves = -(-inst.blocks // units) if inst.blocks else 0
     fixed, _ = fixed_block_us(p, kernel)
-    block = fixed if fixed is not None else roofline_us(block_work(p, g, inst, kernel), core, fig)
+    block = fixed if fixed is not None else roofline_us(block_work(p, g, inst, kernel, matmuls), core, fig)
     return waves * block + hop_us(fig, min(inst.blocks, units))

@@ -133,7 +133,8 @@ class CriticalPathPass(Pass):
         window's steady-state jump (`unrolled_length`) stays exact."""
         g = plan.graph
         fig = default_figures()
-        cost = {inst.id: round(task_us(plan.program, g, inst, fig) * 1000) for inst in g.instances}
+        matmuls: dict[str, tuple[float, float] | None] = {}
+        cost = {inst.id: round(task_us(plan.program, g, inst, fig, matmuls) * 1000) for inst in g.instances}
         for v, (w, _u) in self.holder_waits(plan, cost).items():
             cost[v] += w
         if g.windowed:

@@ -66,6 +66,7 @@ class _Converter:
         self.scope_ids: dict[tuple[int, tuple[int, ...]], int] = {}
         self.scope_rows: list[dict[str, object]] = []
         self.local: dict[int, int] = defaultdict(int)
+        self.matmul: dict[str, tuple[float, float] | None] = {}   # per dispatch (its first block's tile)
         self.serial = set(plan.get(FalseSerializations).dispatches)
         early = plan.get(EarlyStatus)
         self.early_status, self.flagged = early.status, early.flagged
@@ -129,7 +130,7 @@ class _Converter:
         name = kernel_at(p, d, instance_env(p, d, inst.iters, inst.index))
         kernel = p.kernels[name] if name else None
         shape = SHAPE_OF_CORE[kernel.core] if kernel else Shape.AIV
-        work = block_work(p, g, inst, kernel)
+        work = block_work(p, g, inst, kernel, self.matmul)
         fixed, source = fixed_block_us(p, kernel)
         return TaskRecord(inst.id, inst.label, inst.dispatch, kernel.name if kernel else None, shape, inst.blocks,
                           ring, scope, sync_start=d.sync_start,
