@@ -148,7 +148,8 @@ class CriticalPathPass(Pass):
                 dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
                 best[v] = pred
             end = max(dist, key=lambda v: (dist[v], -v))
-            total, path, cur = dist[end], [], end
+            total, path = dist[end], []
+            cur: int | None = end
             while cur is not None:
                 path.append(cur)
                 cur = best[cur]
