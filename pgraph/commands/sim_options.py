@@ -11,7 +11,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", metavar="OUT.json",
                    help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
     p.add_argument("--plot", metavar="OUT.svg",
-                   help="draw the swimlane (cores, scheduler threads, orchestrator) and the critical path as SVG")
+                   help="draw the swimlane (cores, scheduler threads, orchestrator) and the critical path as SVG "
+                        "(with --vs: of the first side)")
     p.add_argument("--no-range", dest="no_range", action="store_true",
                    help="simulate under the shipped figures only: no makespan range over the cost model's documented "
                         "variants (pgraph/ir/a2a3_variants.toml), and no sign check of a comparison")
