@@ -130,30 +130,29 @@ class CriticalPathPass(Pass):
         """The longest path under the cost model `pgraph sim` uses (`pgraph.ir.cost_model.task_us`,
         the shipped a2a3 figures: roofline or `cost` lines, plus one scheduling hop per task, and the
         sync_start holders' wait), in µs; nothing else running. Distances in integer ns, so that the
-        window's steady-state jump (`unrolled_length`) stays exact."""
+        window's steady-state jump (`unrolled_length`) stays exact. Under a window the length is the
+        full program's and the listed path the window's, as for the cost-unit path."""
         g = plan.graph
         fig = default_figures()
         matmuls: dict[str, tuple[float, float] | None] = {}
         cost = {inst.id: round(task_us(plan.program, g, inst, fig, matmuls) * 1000) for inst in g.instances}
         for v, (w, _u) in self.holder_waits(plan, cost).items():
             cost[v] += w
-        if g.windowed:
-            total, _, steps = unrolled_length(plan, cost)
-            path = [n for n, _ in steps]
-        else:
-            dist: dict[int, int] = {}
-            best: dict[int, int | None] = {}
-            for v in range(len(g.instances)):
-                pred = max(preds[v], key=lambda u: (dist[u], -u), default=None)
-                dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
-                best[v] = pred
-            end = max(dist, key=lambda v: (dist[v], -v))
-            total, path = dist[end], []
-            cur: int | None = end
-            while cur is not None:
-                path.append(cur)
-                cur = best[cur]
-            path.reverse()
+        dist: dict[int, int] = {}
+        best: dict[int, int | None] = {}
+        for v in range(len(g.instances)):
+            pred = max(preds[v], key=lambda u: (dist[u], -u), default=None)
+            dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
+            best[v] = pred
+        end = max(dist, key=lambda v: (dist[v], -v))
+        total, path = dist[end], []
+        cur: int | None = end
+        while cur is not None:
+            path.append(cur)
+            cur = best[cur]
+        path.reverse()
+        if g.windowed:   # the length of the full program; the listed path is the window's, as above
+            total = unrolled_length(plan, cost)[0]
         return {"length_us": total / 1000, "figures": "pgraph/ir/a2a3_timing.toml",
                 "path": [{"task": g.instances[n].label, "dispatch": g.instances[n].dispatch, "kind": g.instances[n].kind,
                           "us": cost[n] / 1000} for n in path]}
