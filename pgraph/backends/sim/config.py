@@ -10,13 +10,13 @@ or a value of the wrong type is a `ConfigError` (the CLI turns it into a usage e
 from __future__ import annotations
 
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from pgraph import records
-from pgraph.ir.cost_model import timing_text
 
 
 class ConfigError(Exception):
@@ -49,7 +49,9 @@ def _flatten(data: dict[str, Any], where: str) -> dict[str, Figure]:
 
 
 def _default_figures() -> dict[str, Figure]:
-    return _flatten(tomllib.loads(timing_text()), "a2a3_timing.toml")
+    # the cost model's table (pgraph.ir.cost_model.timing_text reads the same file)
+    text = resources.files("pgraph.ir").joinpath("a2a3_timing.toml").read_text(encoding="utf-8")
+    return _flatten(tomllib.loads(text), "a2a3_timing.toml")
 
 
 def _coerce(name: str, old: Any, new: Any) -> Any:

@@ -24,7 +24,6 @@ from pathlib import Path
 import attrs
 
 from pgraph import records
-from pgraph.ir.cost_model import BlockWork, compute_us
 
 from .config import ConfigError, SimConfig
 from .records import Shape, TaskRecord
@@ -80,6 +79,9 @@ class CostModel:
         self.cube = cfg["cost.cube_tflops"] * 1e6    # TFLOP/s -> FLOP per µs
         self.vector = cfg["cost.vector_gops"] * 1e3  # G op/s -> op per µs
         self.figures = {k: f.value for k, f in cfg.figures.items()}
+        from pgraph.ir import cost_model  # the shared rules
+
+        self.rules = cost_model
 
     def block(self, t: TaskRecord) -> BlockCost:
         """The cost of one block of `t` (a core task)."""
@@ -88,8 +90,10 @@ class CostModel:
             return BlockCost(0.0, 0.0, 0.0, self.calibration[t.kernel], f"calibration ({t.kernel})")
         if t.fixed_us is not None:
             return BlockCost(0.0, 0.0, 0.0, t.fixed_us, t.cost_source)
-        work = BlockWork(t.bytes_per_block, t.flops_per_block, t.vector_ops_per_block, t.weight_bytes_per_block)
-        return BlockCost(t.bytes_per_block, compute_us(work, self.figures), cores * self.core_bw, None, "roofline")
+        work = self.rules.BlockWork(t.bytes_per_block, t.flops_per_block, t.vector_ops_per_block,
+                                    t.weight_bytes_per_block)
+        return BlockCost(t.bytes_per_block, self.rules.compute_us(work, self.figures), cores * self.core_bw, None,
+                         "roofline")
 
     def alone_us(self, t: TaskRecord) -> float:
         """Duration of one block running with no other block streaming (µs)."""
