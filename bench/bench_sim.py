@@ -15,6 +15,11 @@ What it measures (every figure in the section comes from this run; nothing is ty
 4. the sensitivity of 2 and 3 to the figures that are readings or assumptions rather than
    measurements (per-task scheduling cost, per-core bandwidth).
 
+   Those figures are the cost model's documented variants (pgraph/ir/a2a3_variants.toml: the
+   ends of the measured ranges, the latency bounds, the staging-cost reading, the per-core
+   bandwidth assumption): each what-if's B - A under every variant is its range, and whether
+   its sign holds across them is what `pgraph sim --vs` prints.
+
 Reference numbers are compared with, never fitted to.
 """
 
@@ -38,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from pgraph.backends.sim.analysis import summarize  # noqa: E402
 from pgraph.backends.sim.config import load_config  # noqa: E402
 from pgraph.backends.sim.engine import simulate  # noqa: E402
+from pgraph.backends.sim.variants import load_variants, variant_config  # noqa: E402
 from pgraph.commands.sim import load_graph  # noqa: E402
 from pgraph.pipeline import Options  # noqa: E402
 
@@ -65,14 +71,10 @@ WHAT_IFS = [
      "comparison published"),
 ]
 
-SENSITIVITY = [
-    ("as shipped (a2a3.toml)", ()),
-    ("per-task scheduling cost read as the staging cost (0.46 us per dispatch, completion, dummy)",
-     ("scheduler.dispatch_task_us=0.46", "scheduler.complete_task_us=0.46", "scheduler.dummy_us=0.46")),
-    ("per-core bandwidth cap halved (33.3 GB/s)", ("cost.core_gbps=33.35",)),
-    ("per-core bandwidth cap doubled (133.4 GB/s)", ("cost.core_gbps=133.4",)),
-    ("no swimlane overhead on a core switch (switch_us = setup_us)", ("core.switch_us=0.349",)),
-]
+#: the shipped figures, then each documented variant: (label, --set overrides)
+SENSITIVITY = [("as shipped (a2a3_timing.toml)", ())] + [
+    (f"{v.name}: {v.what}", tuple(f"{k}={variant_config(load_config(), v)[k]}" for k in
+                                  (x.partition("=")[0] for x in v.sets))) for v in load_variants()]
 
 
 def run(spec: str, layers: int, defines: tuple = (), sets: tuple[str, ...] = ()) -> dict:
@@ -144,7 +146,8 @@ def section() -> str:
                  "Written by `python3 bench/bench_sim.py`; every figure below comes from that run.")
     wall, cpu = cli_time()
     lines += ["", f"**Runtime.** `pgraph sim {HEAD} --layers 40 --trace out.json` took {wall:.1f} s of wall time "
-              f"({cpu:.1f} s CPU) as a process (target: under 30 s), planning with every layer expanded included.", ""]
+              f"({cpu:.1f} s CPU) as a process (target: under 30 s), planning with every layer expanded and the "
+              f"{len(load_variants())} runs of the makespan range included.", ""]
     s = run(HEAD, 40)
     lt, wb, cp = s["layers"], s["weight_bound"], s["critical_path"]
     ms = s["makespan_us"] / 1e3
@@ -162,7 +165,8 @@ def section() -> str:
     ]
     for key, label in (("kernel_us", "kernels running (roofline of the declared bytes)"),
                        ("completion_us", "completion: FIN latency, polling, completion processing"),
-                       ("scheduler_wait_us", "ready, not started: dispatch phase, doorbell, setup, drain"),
+                       ("scheduler_wait_us", "ready, not started: dispatch phase, doorbell, setup"),
+                       ("cohort_wait_us", "ready, a sync_start cohort waiting for its units (drain)"),
                        ("core_wait_us", "ready, no idle core of its shape"),
                        ("before_ready_us", "before the first task is ready")):
         v = cp["parts"][key]
@@ -176,18 +180,26 @@ def section() -> str:
     u = s["utilisation"]
     lines.append(f"Utilisation: AIC {100 * u['aic_mean']:.1f} %, AIV {100 * u['aiv_mean']:.1f} %; scheduler threads "
                  + ", ".join(f"{100 * x:.0f} %" for x in u["threads"]) + " busy.")
-    lines += ["", "**What-ifs** (A and B simulated with the shipped figures; B - A < 0 means B is faster):", "",
-              "| what-if | A (us) | B (us) | B - A | simulated direction | measured |", "|---|---:|---:|---:|---|---|"]
-    for name, a, b, measured in what_ifs(()):
+    per_set = [(label, sets, what_ifs(sets)) for label, sets in SENSITIVITY]
+    shipped = per_set[0][2]
+    lines += ["", "**What-ifs** (A and B simulated with the shipped figures; B - A < 0 means B is faster; the range "
+              f"is B - A over the shipped figures and the {len(per_set) - 1} documented variants of the cost model, "
+              "`pgraph/ir/a2a3_variants.toml`, as `pgraph sim --vs` prints it):", "",
+              "| what-if | A (us) | B (us) | B - A | range of B - A | sign across the range | measured |",
+              "|---|---:|---:|---:|---:|---|---|"]
+    for i, (name, a, b, measured) in enumerate(shipped):
         d = b - a
+        diffs = [rows[i][2] - rows[i][1] for _, _, rows in per_set]
+        flips = [label.split(":")[0] for label, _, rows in per_set[1:] if (rows[i][2] - rows[i][1] < 0) != (d < 0)]
+        holds = f"holds ({'B faster' if d < 0 else 'B slower'})" if not flips else "flips under " + "; ".join(flips)
         lines.append(f"| {name} | {fmt(a)} | {fmt(b)} | {d:+,.1f} us ({100 * d / a:+.2f} %) | "
-                     f"{'B faster' if d < 0 else 'B slower'} | {measured} |")
-    lines += ["", "**Sensitivity** to the figures that are a reading or an assumption (a2a3.toml says which):", "",
+                     f"{min(diffs):+,.1f} .. {max(diffs):+,.1f} us | {holds} | {measured} |")
+    lines += ["", "**Sensitivity**: the 40-layer makespan and the what-if directions under each variant:", "",
               "| figures | 40-layer makespan | ratio to 33.4 ms | what-if directions right (of " + str(len(WHAT_IFS)) + ") |",
               "|---|---:|---:|---:|"]
-    for label, sets in SENSITIVITY:
+    for label, sets, rows in per_set:
         m = run(HEAD, 40, (), sets)["makespan_us"] / 1e3
-        right = sum(1 for _, a, b, _ in what_ifs(sets) if b < a)
+        right = sum(1 for _, a, b, _ in rows if b < a)
         lines.append(f"| {label} | {fmt(m, 2)} ms | {m / MEASURED_40_MS:.2f} | {right} |")
     lines += ["", END]
     return "\n".join(lines) + "\n"

@@ -108,7 +108,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG116", "funnel", N, "many consumers of one producer already wait on a common node"),
     ("PG117", "dead-task", N, "a task's outputs are never read"),
     ("PG118", "unused-tensor", N, "a tensor is declared but never accessed"),
-    ("PG119", "sync-start-starved", E, "a sync_start grid is wider than the cores its shape can have free (note: beside tasks that may run with it)"),
+    ("PG119", "sync-start-starved", E, "a sync_start grid is wider than the cores its shape can have free (warning: beside a task that can hold one of its units staged early; note: beside tasks that may run with it)"),
     ("PG120", "ring-task-window", E, "open scopes on one ring hold more live tasks than its task window (code 3)"),
     ("PG121", "budget-exceeded", E, "a figure of the plan is over the spec's `budget` for it"),
 )

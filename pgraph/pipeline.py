@@ -150,9 +150,9 @@ PASSES: tuple[Pass, ...] = (
     FalseSerializationPass(),  # PG103 disjoint writers the runtime serializes
     EarlyDispatchPass(),       # early-dispatch table; PG105 blocked consumers, PG106 idle flags
     DummyEffectPass(),         # PG104 what each dummy really does
-    CriticalPathPass(),        # longest path and the first broken early-resolve link
+    SyncStartStarvedPass(),    # PG119 sync_start grids starved of cores; the tasks that can hold theirs staged
+    CriticalPathPass(),        # longest path (with the sync_start holders' wait), first broken early-resolve link
     RingsPass(),               # PG107-PG112, PG120 rings, task window, heap, dep pool, TensorMap
-    SyncStartStarvedPass(),    # PG119 sync_start grids wider than the cores their shape can have free
     ViewLimitsPass(),          # PG114 view offsets and extents that do not fit uint32_t
     DuplicateDepsPass(),       # PG016 duplicate dep entries folded
     RedundantEdgePass(),       # PG115 edges implied by other paths

@@ -129,7 +129,16 @@ def _critical_section(f: dict[str, Any], full: bool = False) -> list[str]:
     if cp.get("per_layer_us") is not None:
         out.append(f"  (the window: {f['layers']} identical layers are expanded as L=0 and L=1, and L=1 stands for "
                    f"layers 1..{f['layers'] - 1}; `--full` expands them all)")
-    out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']})" for s in steps))
+    out.append("  " + " -> ".join(f"{s['task']} ({s['cost_us']}" + (
+        f", {s['wait_us']} of it waiting for a unit '{s['waits_for']}' can hold staged, PG119"
+        if s.get("wait_us") else "") + ")" for s in steps))
+    mod = cp.get("modelled")
+    if mod:
+        msteps = [m for m in mod["path"] if m["kind"] != "alloc"]
+        shown = msteps if len(msteps) <= 14 else msteps[:6] + [None] + msteps[-6:]
+        out.append(f"  under the a2a3 cost model `pgraph sim` uses ({mod['figures']}; each task alone: roofline or "
+                   f"`cost` line, plus one scheduling hop): {_fmt(round(mod['length_us']))} us over {len(msteps)} task(s)")
+        out.append("  " + " -> ".join("..." if m is None else f"{m['task']} ({m['us']:,.1f})" for m in shown))
     for key, what in (("first_broken_early_link", "from the entry"), ("first_broken_early_link_in_layer", "in a layer")):
         link = cp.get(key)
         if link:

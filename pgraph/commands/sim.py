@@ -26,6 +26,7 @@ from pgraph.backends.sim.engine import Result
 from pgraph.backends.sim.records import SimGraph
 from pgraph.backends.sim.report import compare, render_compare, render_json, render_text
 from pgraph.backends.sim.target import SimOptions, SimTarget
+from pgraph.backends.sim.variants import compare_range, load_variants, makespan_range, makespans
 from pgraph.backends.target import plan_full, runner
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir.program import Budget
@@ -112,6 +113,8 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
     """Run `pgraph sim` with parsed `args`; `emit` prints diagnostics, `write` writes a file atomically."""
     if args.path_steps < 0:
         raise UsageError("--path-steps must not be negative")
+    if args.plot and Path(args.plot).suffix.lower() != ".svg":
+        raise UsageError(f"--plot writes SVG: give a file name ending in .svg, not '{args.plot}'")
     cfg = _config(args)
     if args.calibrate:
         from pgraph.backends.sim.calibrate import calibrate_files, render_calibration
@@ -139,10 +142,16 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
     if res is None:
         return 1
     summary = summarize(res)
+    variants = () if args.no_range else load_variants()
+    rows_a = makespans(res.graph, cfg, cal, variants) if variants and res.stall is None else None
     if args.trace:
         from pgraph.backends.sim.trace import render_trace
 
         write(Path(args.trace), render_trace(res))
+    if args.plot:
+        from pgraph.backends.sim.plot import render_svg
+
+        write(Path(args.plot), render_svg(res, summary))
     other_name = None
     other: dict[str, Any] | None = None
     bags = [bag_a]
@@ -161,16 +170,23 @@ def run(args: argparse.Namespace, opts: Options, emit: Emit, write: Callable[[Pa
             return 1
         bags.append(bag_b)
         other = summarize(res_b)
+        if rows_a is not None and res_b.stall is None:
+            rows_b = makespans(res_b.graph, cfg_b, cal, variants)
+            span = compare_range(res.makespan, res_b.makespan, rows_a, rows_b)
+        else:
+            span = None
     if other is not None:
         if args.format == "json":
-            text = json.dumps({"a": name_a, "b": other_name, "rows": compare(summary, other)}, indent=1,
-                              sort_keys=True) + "\n"
+            text = json.dumps({"a": name_a, "b": other_name, "rows": compare(summary, other), "range": span},
+                              indent=1, sort_keys=True) + "\n"
         else:
-            text = render_compare(summary, other, name_a, str(other_name))
-    elif args.format == "json":
-        text = render_json(summary, args.spec, cfg)
+            text = render_compare(summary, other, name_a, str(other_name), span)
     else:
-        text = render_text(summary, args.spec, cfg, args.path_steps)
+        summary["range"] = None if rows_a is None else makespan_range(res.makespan, rows_a)
+        if args.format == "json":
+            text = render_json(summary, args.spec, cfg)
+        else:
+            text = render_text(summary, args.spec, cfg, args.path_steps)
     _out(args, text, write)
     stalled = summary["stall"] is not None or (other is not None and other["stall"] is not None)
     emit(bags[-1], f"B: {other_name}" if compared else None)

@@ -12,6 +12,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="report format")
     p.add_argument("--trace", metavar="OUT.json",
                    help="write a Chrome trace-event file laid out as simpler's merged_swimlane.json")
+    p.add_argument("--plot", metavar="OUT.svg",
+                   help="draw the swimlane (cores, scheduler threads, orchestrator) and the critical path as SVG "
+                        "(with --vs: of the first side)")
+    p.add_argument("--no-range", dest="no_range", action="store_true",
+                   help="simulate under the shipped figures only: no makespan range over the cost model's documented "
+                        "variants (pgraph/ir/a2a3_variants.toml), and no sign check of a comparison")
     p.add_argument("--vs", metavar="OTHER.pgl", help="also simulate OTHER.pgl (same options) and print the differences")
     p.add_argument("--b-define", "--vs-define", dest="vs_defines", action="append", default=[], metavar="NAME=VALUE",
                    help="override a constant of the compared side only (OTHER.pgl, or the spec itself without "
@@ -28,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one figure of the a2a3 timing table (repeatable), e.g. --set core.switch_us=0")
     p.add_argument("--timing", action="append", default=[], metavar="FILE.toml",
-                   help="override figures from a TOML file laid out like pgraph/backends/sim/a2a3.toml")
+                   help="override figures from a TOML file laid out like pgraph/ir/a2a3_timing.toml")
     p.add_argument("--calibration", metavar="FILE.toml",
                    help="per-kernel µs per block (written by --calibrate); overrides the roofline and `cost` lines")
     p.add_argument("--calibrate", nargs=2, metavar=("RECORDS", "DEPS"),

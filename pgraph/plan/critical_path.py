@@ -5,6 +5,11 @@ target (a2a3: 24 AIC, 48 AIV, 24 clusters for MIX), per-block cost from the cost
 (`cost KERNEL = N` or `cost aic|aiv|mix|dummy = N` in the spec; defaults in
 pgraph.ir.limits.DEFAULT_COSTS). Alloc tasks cost 0. With a window-expanded layer loop the
 whole-program length is extrapolated: length(window) + (layers - 2) x per-layer increment.
+
+A full-width sync_start grid beside which a task can be staged early (PG119's warning, the
+`SyncStartHolders` fact) also pays the wait for its units: the longest a holder can keep one,
+its slowest producer not ordered before the grid plus its own cost (the holder is staged once
+that producer is placed and runs once it ends). The step says so (`wait_us`, `waits_for`).
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ import attrs
 
 from pgraph import records
 from pgraph.fastpath import reference_mode
+from pgraph.ir.cost_model import default_figures, task_us
 from pgraph.ir.instances import Instance
 from pgraph.kinds import Core, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
 from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
 from pgraph.plan.reach import Reach
+from pgraph.plan.sync_start import SyncStartHolders
 
 CORES_KEY = {Core.AIC: "aic", Core.AIV: "aiv", Core.MIX: "clusters"}
 
@@ -52,13 +59,17 @@ class CriticalPathPass(Pass):
     """Produces CriticalPath: the path, its length (cost units), per-layer increment, first broken link."""
 
     name = "critical-path"
-    requires = (EarlyStatus, Reach)
+    requires = (EarlyStatus, Reach, SyncStartHolders)
     produces = (CriticalPath,)
 
     def run(self, plan: Plan) -> None:
         g = plan.graph
         preds = plan.get(Reach).pred
+        status = plan.get(EarlyStatus).status
         cost = {inst.id: task_cost(plan, inst)[1] for inst in g.instances}
+        waits = self.holder_waits(plan, cost)
+        for v, (w, _u) in waits.items():
+            cost[v] += w
         dist: dict[int, int] = {}
         best_pred: dict[int, int | None] = {}
         for v in range(len(g.instances)):  # instance ids are a topological order (pgraph.plan.reach)
@@ -89,16 +100,16 @@ class CriticalPathPass(Pass):
             unrolled = [n for n, _ in steps]
             # the representative layer: the layer copy's first pass (its later passes are other layers)
             layer_path = [n for n, lv in steps if plan.in_layer(g.instances[n]) and lv == rep]
-        status = plan.get(EarlyStatus).status
         broken = self.first_broken(plan, unrolled, status)
         layer_broken = self.first_broken(plan, layer_path, status)
         plan.put(CriticalPath({
             "length_us": total,
             "window_length_us": length,
             "per_layer_us": per_layer,
-            "path": [self.step(plan, g.instances[n], cost[n]) for n in path],
+            "path": [self.step(plan, g.instances[n], cost[n], waits.get(n)) for n in path],
             "first_broken_early_link": broken,
             "first_broken_early_link_in_layer": layer_broken,
+            "modelled": self.modelled(plan, preds),
         }))
 
     @staticmethod
@@ -120,10 +131,54 @@ class CriticalPathPass(Pass):
                     "reason": producers_text(labels), "blocking": labels}
         return None
 
+    def modelled(self, plan: Plan, preds: list[list[int]]) -> dict[str, Any]:
+        """The longest path under the cost model `pgraph sim` uses (`pgraph.ir.cost_model.task_us`,
+        the shipped a2a3 figures: roofline or `cost` lines, plus one scheduling hop per task, and the
+        sync_start holders' wait), in µs; nothing else running. Distances in integer ns, so that the
+        window's steady-state jump (`unrolled_length`) stays exact. Under a window the length is the
+        full program's and the listed path the window's, as for the cost-unit path."""
+        g = plan.graph
+        fig = default_figures()
+        matmuls: dict[str, tuple[float, float] | None] = {}
+        cost = {inst.id: round(task_us(plan.program, g, inst, fig, matmuls) * 1000) for inst in g.instances}
+        for v, (w, _u) in self.holder_waits(plan, cost).items():
+            cost[v] += w
+        dist: dict[int, int] = {}
+        best: dict[int, int | None] = {}
+        for v in range(len(g.instances)):
+            pred = max(preds[v], key=lambda u: (dist[u], -u), default=None)
+            dist[v] = cost[v] + (dist[pred] if pred is not None else 0)
+            best[v] = pred
+        end = max(dist, key=lambda v: (dist[v], -v))
+        total, path = dist[end], []
+        cur: int | None = end
+        while cur is not None:
+            path.append(cur)
+            cur = best[cur]
+        path.reverse()
+        if g.windowed:   # the length of the full program; the listed path is the window's, as above
+            total = unrolled_length(plan, cost)[0]
+        return {"length_us": total / 1000, "figures": "pgraph/ir/a2a3_timing.toml",
+                "path": [{"task": g.instances[n].label, "dispatch": g.instances[n].dispatch, "kind": g.instances[n].kind,
+                          "us": cost[n] / 1000} for n in path]}
+
     @staticmethod
-    def step(plan: Plan, inst: Instance, cost: int) -> dict[str, Any]:
+    def holder_waits(plan: Plan, cost: dict[int, int]) -> dict[int, tuple[int, int]]:
+        """Per grid instance with staged holders: (the wait: max over holders of its slowest
+        producer's cost plus its own, the holder giving it)."""
+        out: dict[int, tuple[int, int]] = {}
+        for v, held in plan.get(SyncStartHolders).holders.items():
+            out[v] = max(((cost[u] + max(cost[p] for p in prods), u) for u, prods in held), key=lambda x: (x[0], -x[1]))
+        return out
+
+    @staticmethod
+    def step(plan: Plan, inst: Instance, cost: int, wait: tuple[int, int] | None = None) -> dict[str, Any]:
         waves, _ = task_cost(plan, inst)
-        return {"task": inst.label, "kind": inst.kind, "blocks": inst.blocks, "waves": waves, "cost_us": cost}
+        row = {"task": inst.label, "kind": inst.kind, "blocks": inst.blocks, "waves": waves, "cost_us": cost}
+        if wait is not None:
+            row["wait_us"] = wait[0]
+            row["waits_for"] = plan.graph.instances[wait[1]].label
+        return row
 
     @staticmethod
     def extrapolate(plan: Plan, dist: dict[int, int], length: int) -> tuple[int | None, int]:

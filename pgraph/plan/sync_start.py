@@ -7,22 +7,34 @@ holds other work off the cores until enough are idle). Two cases are decidable w
   once. A MIX block takes a whole cluster: its AIC and both AIVs, so MIX has
   min(clusters, aic, aiv // 2) units (PG113 checks the block count against `clusters` and
   `aiv` only). The grid never starts: the simulator reports the stall, the runtime code 7.
-- note: the grid needs every unit of its shape, and tasks that may be running beside it (no
-  ordering path either way, on cores its shape uses) exist. It can start only once none of
-  them holds a core, and while it waits the drain keeps every other task off those cores.
+- warning (forward progress): the grid needs every unit of its shape, and a task beside it
+  (no ordering path either way, on cores its shape uses) is an early-dispatch candidate with a
+  producer not ordered before the grid: it can be staged on one of the grid's units as soon as
+  that producer is placed, and it then holds the unit, doing nothing, until the producer ends.
+  The grid cannot start for as long as its producer runs, however long that is, and the drain
+  keeps every other task off the cores meanwhile. The planner's critical path charges the grid
+  that wait (the `SyncStartHolders` fact: the holder's producer's cost plus its own), and
+  `pgraph sim` books it as the grid's cohort wait, naming the holders.
+- note: the grid needs every unit of its shape, and tasks that may be running beside it exist,
+  none of which can be staged there: it starts only once none of them holds a core, which is
+  ordinary core contention (each holds its unit only for its own kernel).
 
 The runtime's early-dispatch rule (a consumer is staged only once every producer is fully
 published, simpler #1326) means no task staged early can hold cores while waiting for the
-grid itself, so those two cases are the decidable ones; how long the grid waits is timing
-(`pgraph sim`: its core and scheduler waits).
+grid itself (no deadlock), so those are the decidable cases; how long the grid waits is timing
+(`pgraph sim`: its cohort wait).
 """
 
 from __future__ import annotations
 
+import attrs
+
+from pgraph import records
 from pgraph.diagnostics import Edit, Fix, Severity
 from pgraph.ir.program import Dispatch
-from pgraph.kinds import Core, TaskKind
-from pgraph.plan.base import Pass, Plan
+from pgraph.kinds import WAIT, Core, TaskKind
+from pgraph.plan.base import Fact, Pass, Plan
+from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
 from pgraph.plan.reach import Reach
 
 #: core kinds each shape occupies
@@ -48,23 +60,64 @@ def _fewer(d: Dispatch, units: int) -> Fix | None:
     return Fix((Edit(a.span, f"{a.var} in {a.lo}..{a.lo + units}"),))
 
 
+@records.value
+@attrs.frozen(repr=False, eq=False)
+class SyncStartHolders(Fact):
+    """Per full-width sync_start grid instance id: the tasks that can be staged early on one of
+    its units and hold it while a producer runs, each as (holder id, the ids of its producers not
+    ordered before the grid). Instances with no holder are absent."""
+
+    holders: dict[int, tuple[tuple[int, tuple[int, ...]], ...]]
+
+
+def staged_holders(plan: Plan, grid: int, core_of: dict[int, Core], candidates: list[int]
+                   ) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The early candidates beside `grid` (no ordering path either way, on cores it uses) with a
+    WAIT producer that is not ordered before it: (holder, those producers), in id order."""
+    reach = plan.get(Reach)
+    g = plan.graph.graph
+    uses = USES[core_of[grid]]
+    out = []
+    for u in candidates:
+        if u == grid or not USES[core_of[u]] & uses or reach.ordered(u, grid):
+            continue
+        prods = tuple(sorted(pr for pr in g.predecessors(u)
+                             if g.edges[pr, u]["prov"] & WAIT and pr != grid and not reach.before(pr, grid)))
+        if prods:
+            out.append((u, prods))
+    return tuple(out)
+
+
 class SyncStartStarvedPass(Pass):
-    """PG119 (error or note, see the module docstring)."""
+    """PG119 (error, warning or note, see the module docstring); the SyncStartHolders fact."""
 
     name = "sync-start-starved"
-    requires = (Reach,)
+    requires = (Reach, EarlyStatus)
+    produces = (SyncStartHolders,)
 
     def run(self, plan: Plan) -> None:
         p, g = plan.program, plan.graph
         target = p.target
         reported: set[str] = set()
         reach = plan.get(Reach)
+        status = plan.get(EarlyStatus).status
         core_of = {}
         for inst in g.instances:
             if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):
                 continue
             d = p.dispatch(inst.dispatch)
             core_of[inst.id] = p.kernels[d.kernel].core if d.kernel else Core.AIV
+        candidates = [u for u in core_of if status.get(u, (None,))[0] is EarlyState.CANDIDATE]
+        holders: dict[int, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+        for inst in g.instances:
+            if inst.id not in core_of:
+                continue
+            d = p.dispatch(inst.dispatch)
+            if d.sync_start and inst.blocks > 1 and inst.blocks == shape_units(target, core_of[inst.id]):
+                found = staged_holders(plan, inst.id, core_of, candidates)
+                if found:
+                    holders[inst.id] = found
+        plan.put(SyncStartHolders(holders))
         for inst in g.instances:
             if inst.id not in core_of or inst.dispatch in reported:
                 continue
@@ -91,8 +144,21 @@ class SyncStartStarvedPass(Pass):
             if not beside:
                 continue
             reported.add(inst.dispatch)
-            names = ", ".join(g.instances[u].label for u in beside[:4]) + (", ..." if len(beside) > 4 else "")
             what = "clusters" if core is Core.MIX else f"{core.upper()} cores"
+            held = next((holders[i.id] for i in g.instances if i.dispatch == inst.dispatch and i.id in holders), None)
+            if held is not None:
+                first, prods = held[0]
+                more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+                plan.bag.add("PG119", f"sync_start grid '{inst.label}' needs all {units} {what} at once, and "
+                             f"'{g.instances[first].label}'{more} may be staged early on one of them while its producer "
+                             f"'{g.instances[prods[0]].label}' runs: the grid cannot start until that producer and "
+                             "the staged task have finished, and the drain keeps other work off the cores meanwhile",
+                             d.span, severity=Severity.WARNING,
+                             hint=f"order '{g.instances[first].dispatch}' after the grid (a dep on "
+                                  f"'{d.name}'), or its producer '{g.instances[prods[0]].dispatch}' before the grid; "
+                                  "`pgraph sim` shows how long the grid waits (its cohort wait)")
+                continue
+            names = ", ".join(g.instances[u].label for u in beside[:4]) + (", ..." if len(beside) > 4 else "")
             plan.bag.add("PG119", f"sync_start grid '{inst.label}' needs all {units} {what} at once, and "
                          f"{len(beside)} task(s) may be running beside it ({names}): it starts only once none of "
                          "them holds a core, and the drain keeps other work off the cores until then", d.span,

@@ -89,9 +89,16 @@ def test_sync_start_grid_drains_the_machine() -> None:
     assert b.first_start == pytest.approx(82.0)
     assert res.makespan == pytest.approx(88.0)
     waits = summarize(res)["waits"]
-    assert waits[1]["scheduler"] == pytest.approx(30.0)  # idle clusters existed: the drain, not "no core"
-    # B: AIVs were idle but frozen by the drain over [3, 32] (scheduler), all busy under T over [32, 82] (core)
-    assert waits[2]["scheduler"] == pytest.approx(29.0) and waits[2]["core"] == pytest.approx(50.0)
+    # T's drain runs from its first dispatch phase at 2 to 32, while A holds AIC_0: booked to the cohort
+    # (idle clusters existed, so it is not "no core", and the scheduler threads were idle: not "scheduler")
+    assert (waits[1]["cohort"], waits[1]["core"], waits[1]["scheduler"]) == pytest.approx((30.0, 0.0, 0.0))
+    assert waits[1]["cohort_task"] == 1
+    s = summarize(res)
+    assert [(c["task"], c["from"], c["to"], [h["task"] for h in c["holders"]]) for c in s["cohorts"]] == [
+        ("t1", 2.0, 32.0, ["t0"])]
+    # B: AIVs were idle but frozen by T's drain over [3, 32] (cohort), all busy under T over [32, 82] (core)
+    assert (waits[2]["cohort"], waits[2]["core"], waits[2]["scheduler"]) == pytest.approx((29.0, 50.0, 0.0))
+    assert waits[2]["cohort_task"] == 1
 
 
 def test_early_dispatched_consumer_hides_the_dispatch_cost() -> None:

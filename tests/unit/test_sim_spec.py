@@ -25,6 +25,7 @@ from pgraph.cli import main
 from pgraph.commands.sim import load_graph
 from pgraph.pipeline import Options
 from tests.conftest import HEAD_SPEC, ROOT, SPECS, VARIANT_762, load_kernel_config
+from tests.support.trace_nesting import nesting_errors
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +133,7 @@ def test_trace_validates_and_follows_the_merged_swimlane_layout(head2) -> None:
     data = json.loads(text)
     jsonschema.validate(data, TRACE_SCHEMA)
     ev = data["traceEvents"]
+    assert nesting_errors(ev) == []   # slices nest per lane, every flow lies in a slice of its lane
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
     assert procs == {1: "Orchestrator", 2: "AICPU Scheduler", 3: "Scheduler View", 4: "Worker View"}
     lanes = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 4}
@@ -145,6 +147,19 @@ def test_trace_validates_and_follows_the_merged_swimlane_layout(head2) -> None:
     assert render_trace(simulate(head2, load_config())) == text  # deterministic
 
 
+def test_nesting_check_catches_partial_overlaps_and_stray_flows() -> None:
+    # planted: on one lane [0, 10] and [5, 15] overlap without nesting; [2, 4] nests in [0, 10];
+    # a flow at 20 lies in no slice of its lane, one at 3 does; another lane is independent
+    x = [{"ph": "X", "pid": 3, "tid": 0, "name": n, "ts": a, "dur": d} for n, a, d in
+         (("a", 0.0, 10.0), ("b", 5.0, 10.0), ("c", 2.0, 2.0))]
+    x.append({"ph": "X", "pid": 3, "tid": 1, "name": "d", "ts": 5.0, "dur": 1.0})
+    flows = [{"ph": "s", "pid": 3, "tid": 0, "id": 1, "ts": 3.0}, {"ph": "f", "pid": 3, "tid": 0, "id": 2, "ts": 20.0},
+             {"ph": "f", "pid": 3, "tid": 1, "id": 3, "ts": 4.999}]
+    errors = nesting_errors(x + flows)
+    assert len(errors) == 4 and "'b'" in errors[0] and "id 2" in errors[1] and "id 3" in errors[2]
+    assert nesting_errors(x[:1] + x[2:] + flows[:1]) == []
+
+
 def test_cli_sim_report_trace_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "t.json"
     assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--trace", str(out)]) == 0
@@ -156,6 +171,24 @@ def test_cli_sim_report_trace_and_exit_codes(tmp_path: Path, capsys: pytest.Capt
     assert data["figures"]["orchestrator.submit_us"]["value"] == 0.874
     assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--set", "core.bogus=1"]) == 2
     assert "unknown figure" in capsys.readouterr().err
+
+
+def test_cli_sim_plot_draws_the_swimlane_and_the_critical_path(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              head2) -> None:
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "p.svg"
+    assert main(["sim", str(HEAD_SPEC), "--layers", "2", "--plot", str(out), "--format", "json"]) == 0
+    path = {s["task"] for s in json.loads(capsys.readouterr().out)["critical_path"]["steps"]}
+    root = ET.fromstring(out.read_text())
+    rects = [r for r in root.iter("{http://www.w3.org/2000/svg}rect")]
+    red = [r for r in rects if r.get("fill") == "#d62728" and r.get("height") == "5"]
+    # one red bar per block and core of every task on the critical path (a MIX block takes 3 cores)
+    want = sum(t.blocks * (3 if t.shape is Shape.MIX else 1) for t in head2.tasks if t.name in path and t.runs_on_cores)
+    assert len(red) == want > 0
+    assert all(r.find("{http://www.w3.org/2000/svg}title") is not None for r in red)
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--plot", str(tmp_path / "p.png")]) == 2
+    assert "SVG" in capsys.readouterr().err
 
 
 def test_cli_sim_reports_a_stall_with_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -289,4 +322,90 @@ def test_forty_layer_trace_validates(request: pytest.FixtureRequest, tmp_path: P
     assert main(["sim", str(HEAD_SPEC), "--layers", "40", "--trace", str(out), "-o", str(tmp_path / "r.txt")]) == 0
     data = json.loads(out.read_text())
     jsonschema.validate(data, TRACE_SCHEMA)
+    assert nesting_errors(data["traceEvents"]) == []
     assert sum(1 for e in data["traceEvents"] if e["ph"] == "X" and e["pid"] == 4) == 40 * (432 + 2 * 24) + 8
+
+
+def test_variants_are_documented_overrides_of_known_figures() -> None:
+    from pgraph.backends.sim.variants import load_variants, variant_config
+
+    variants = load_variants()
+    assert len(variants) >= 5 and len({v.name for v in variants}) == len(variants)
+    cfg = load_config()
+    for v in variants:
+        assert v.what and v.source and v.sets
+        variant_config(cfg, v)   # every override names a known figure with a valid value
+    # the measured range ends of docs/upstream.md §9.3: dispatch 3-6 us, completion 2-4 us
+    low = variant_config(cfg, next(v for v in variants if v.name == "scheduling low"))
+    assert (low["scheduler.dispatch_task_us"], low["scheduler.complete_task_us"]) == (3.0, 2.0)
+    # a figure the user set keeps the user's value under every variant
+    mine = load_config(("scheduler.dispatch_task_us=5.0",))
+    assert all(variant_config(mine, v)["scheduler.dispatch_task_us"] == 5.0 for v in variants)
+
+
+def test_compare_range_says_whether_the_sign_holds() -> None:
+    from pgraph.backends.sim.variants import compare_range
+
+    rows_a = [{"variant": "x", "makespan_us": 100.0}, {"variant": "y", "makespan_us": 90.0}]
+    rows_b = [{"variant": "x", "makespan_us": 95.0}, {"variant": "y", "makespan_us": 91.0}]
+    span = compare_range(100.0, 97.0, rows_a, rows_b)   # -3 as shipped, -5 under x, +1 under y
+    assert (span["lo_us"], span["hi_us"], span["holds"], span["flips"]) == (-5.0, 1.0, False, ["y"])
+    span = compare_range(100.0, 97.0, rows_a[:1], rows_b[:1])
+    assert span["holds"] and span["flips"] == []
+    stalled = [{"variant": "x", "makespan_us": None}]
+    assert compare_range(100.0, 97.0, stalled, rows_b[:1])["flips"] == ["x"]
+
+
+def test_cli_sim_reports_a_range_and_vs_says_whether_the_sign_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    from pgraph.backends.sim.variants import load_variants
+
+    n = len(load_variants())
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--format", "json"]) == 0
+    rng = json.loads(capsys.readouterr().out)["range"]
+    assert len(rng["variants"]) == n and rng["lo_us"] <= rng["nominal_us"] <= rng["hi_us"]
+    assert rng["lo_us"] < rng["hi_us"]
+    # the staging-cost reading charges 0.46 us where the shipped figures charge 3-4.5 us: faster
+    staging = next(r for r in rng["variants"] if r["variant"] == "staging-cost reading")
+    assert staging["makespan_us"] < rng["nominal_us"]
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--b-define", "N_OUT_DIRECT_BLOCKS=0"]) == 0
+    text = capsys.readouterr().out
+    assert "B - A ranges over" in text and ("the sign holds under every variant" in text
+                                           or "the sign does NOT hold" in text)
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--b-define", "N_OUT_DIRECT_BLOCKS=0", "--no-range"]) == 0
+    assert "ranges over" not in capsys.readouterr().out
+
+
+CAPTURE = ROOT / "tests" / "captures" / "decode_layer_1L"
+
+
+def test_sample_capture_calibrates_to_the_table_it_was_built_from(tmp_path: Path) -> None:
+    import tomllib
+
+    table = tomllib.loads((CAPTURE / "kernel_us.toml").read_text(encoding="utf-8"))["kernels"]
+    # the published figures the capture is built from (docs/upstream.md §9.4)
+    assert table["paged_attention_rope_cce"]["us"] == 235.0 and table["dcr_xgamma"]["us"] == 4.0
+    assert {k for k, v in table.items() if v["source"].startswith("published")} == {"paged_attention_rope_cce",
+                                                                                    "dcr_xgamma"}
+    cal = tmp_path / "cal.toml"
+    assert main(["sim", str(HEAD_SPEC), "--layers", "1", "--calibrate", str(CAPTURE / "chip_swimlane_records.json"),
+                 str(CAPTURE / "deps.json"), "-o", str(cal)]) == 0
+    fitted = load_calibration(cal)
+    assert fitted.keys() == table.keys()
+    assert all(fitted[k] == pytest.approx(v["us"], abs=1e-6) for k, v in table.items())
+    # calibrated, the attention blocks run the published 235 us
+    graph, _ = load_graph(HEAD_SPEC, Options(layers=1))
+    assert graph is not None
+    res = simulate(graph, load_config(), fitted)
+    fa = by_dispatch(graph, "fa_fused")[0]
+    assert all(b.end - b.start == pytest.approx(235.0) for b in res.tasks[fa.id].blocks)
+
+
+def test_sample_capture_is_what_its_generator_writes() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_capture", CAPTURE.parent / "make_capture.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for name, text in mod.build().items():
+        assert (CAPTURE / name).read_text(encoding="utf-8") == text, f"{name}: rerun tests/captures/make_capture.py"

@@ -23,12 +23,14 @@ ITERS = re.compile(r"@[A-Za-z_0-9=,]+")
 
 def comparable(facts: dict[str, object]) -> dict[str, object]:
     """The report figures that windowed and --full plans must share: all of them but the critical
-    path's listing of expanded tasks (`path`, `window_length_us`), whose broken links name the
-    window's copy of an iteration (compared without the iteration)."""
+    path's listing of expanded tasks (`path`, `window_length_us`, the modelled path: only its
+    length is compared), whose broken links name the window's copy of an iteration (compared
+    without the iteration)."""
     out = dict(facts)
     cp = out.get("critical_path")
     if isinstance(cp, dict):
-        out["critical_path"] = {k: (ITERS.sub("", repr(v)) if k.startswith("first_broken") else v)
+        out["critical_path"] = {k: (ITERS.sub("", repr(v)) if k.startswith("first_broken") else
+                                    v["length_us"] if k == "modelled" else v)
                                 for k, v in cp.items() if k not in ("path", "window_length_us")}
     return out
 

@@ -1,6 +1,6 @@
 """Per-kernel costs fitted from a captured swimlane: `chip_swimlane_records.json` + `deps.json`.
 
-Formats (simpler, runtime_and_orchestration.md §6): the records file has
+Formats (simpler, docs/upstream.md §2.7, §2.8): the records file has
 `metadata.clock_freq_hz` (a2a3: 50e6), `metadata.core_types[core_id]` ("aic"/"aiv" or
 "AIC"/"AIV") and `aicore_tasks` rows `[core_id, task_token_raw, reg_task_id, start, end]`
 in cycles; deps.json has `tasks[]` with `task_id` (the PTO2TaskId raw value, as a string)

@@ -1,6 +1,7 @@
 """The simulator's figures: the checked-in a2a3 TOML (value + source per figure) and its overrides.
 
-`load_config()` reads `a2a3.toml` (package data) with the standard library's `tomllib`, then
+`load_config()` reads the cost model's timing table (`pgraph/ir/a2a3_timing.toml`, package data of
+`pgraph.ir.cost_model`, shared with `pgraph plan`'s modelled critical path) with `tomllib`, then
 applies, in order, any `--timing FILE.toml` files (same layout; a value may be given bare or
 as `{ value = ..., source = ... }`) and any `--set SECTION.KEY=VALUE` strings. An unknown key
 or a value of the wrong type is a `ConfigError` (the CLI turns it into a usage error, exit 2).
@@ -50,8 +51,9 @@ def _flatten(data: dict[str, Any], where: str) -> dict[str, Figure]:
 
 
 def _default_figures() -> dict[str, Figure]:
-    text = resources.files("pgraph.backends.sim").joinpath("a2a3.toml").read_text(encoding="utf-8")
-    return _flatten(tomllib.loads(text), "a2a3.toml")
+    # the cost model's table (pgraph.ir.cost_model.timing_text reads the same file)
+    text = resources.files("pgraph.ir").joinpath("a2a3_timing.toml").read_text(encoding="utf-8")
+    return _flatten(tomllib.loads(text), "a2a3_timing.toml")
 
 
 def _coerce(name: str, old: Any, new: Any) -> Any:

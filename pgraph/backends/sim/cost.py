@@ -1,5 +1,8 @@
 """Kernel cost model: a per-block roofline from declared bytes and FLOPs, or a fixed duration.
 
+The rules are `pgraph.ir.cost_model`'s (shared with `pgraph plan`'s modelled critical path);
+this module holds them per task of one simulation, with the HBM sharing left to the engine.
+
 A block of task t, once started, must (a) move `bytes_per_block` through HBM and (b) do its
 compute: `flops_per_block / (cube_tflops * 1e6)` µs on a cube core, or
 `vector_ops_per_block / (vector_gops * 1e3)` µs on a vector core. It ends when both are done:
@@ -76,6 +79,10 @@ class CostModel:
         self.core_bw = cfg["cost.core_gbps"] * 1e3
         self.cube = cfg["cost.cube_tflops"] * 1e6    # TFLOP/s -> FLOP per µs
         self.vector = cfg["cost.vector_gops"] * 1e3  # G op/s -> op per µs
+        self.figures = {k: f.value for k, f in cfg.figures.items()}
+        from pgraph.ir import cost_model  # the shared rules
+
+        self.rules = cost_model
 
     def block(self, t: TaskRecord) -> BlockCost:
         """The cost of one block of `t` (a core task)."""
@@ -84,8 +91,10 @@ class CostModel:
             return BlockCost(0.0, 0.0, 0.0, self.calibration[t.kernel], f"calibration ({t.kernel})")
         if t.fixed_us is not None:
             return BlockCost(0.0, 0.0, 0.0, t.fixed_us, t.cost_source)
-        compute = t.flops_per_block / self.cube + t.vector_ops_per_block / self.vector
-        return BlockCost(t.bytes_per_block, compute, cores * self.core_bw, None, "roofline")
+        work = self.rules.BlockWork(t.bytes_per_block, t.flops_per_block, t.vector_ops_per_block,
+                                    t.weight_bytes_per_block)
+        return BlockCost(t.bytes_per_block, self.rules.compute_us(work, self.figures), cores * self.core_bw, None,
+                         "roofline")
 
     def alone_us(self, t: TaskRecord) -> float:
         """Duration of one block running with no other block streaming (µs)."""

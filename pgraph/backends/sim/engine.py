@@ -1,4 +1,4 @@
-"""Discrete-event model of the simpler scheduler on a2a3 (runtime_and_orchestration.md §3-4).
+"""Discrete-event model of the simpler scheduler on a2a3 (docs/upstream.md §2.5, §4, §9.2).
 
 Actors and what they do (each rule's source is in docs/backend_sim.md):
 
@@ -125,6 +125,19 @@ class Stall:
 
 @records.value
 @attrs.frozen(repr=False, eq=False)
+class Drain:
+    """One sync_start drain: the cohort `task` did not fit at `start` (µs) and every placement on
+    the core kinds it needs stopped until `end`, when it launched; `holders` are the tasks that
+    held a running slot of one of its units at `start` (task id, staged early)."""
+
+    task: int
+    start: float
+    end: float
+    holders: tuple[tuple[int, bool], ...]
+
+
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class Result:
     """A finished (or stalled) run: timelines per task and block, core busy spans, thread phases."""
 
@@ -139,6 +152,7 @@ class Result:
     orch_blocked: tuple[tuple[float, float, int, str], ...]        # (from, to, ring, reason)
     machine: Machine
     events: int
+    drains: tuple[Drain, ...] = ()
 
 
 class _Ring:
@@ -193,6 +207,8 @@ class Engine:
         self.early: dict[Shape, list[tuple[float, int, int]]] = {s: [] for s in CORE_SHAPES}
         self.dummies: list[tuple[float, int, int]] = []
         self.drain: int | None = None
+        self.drain_open: tuple[float, tuple[tuple[int, bool], ...]] = (0.0, ())
+        self.drains: list[Drain] = []
         # threads
         self.fins: list[list[tuple[float, int, int]]] = [[] for _ in range(self.T)]  # (visible, seq, block)
         self.busy_until = [0.0] * self.T
@@ -265,7 +281,7 @@ class Engine:
         return Result(self.g, self.cfg, tuple(self.st), makespan, stall,
                       tuple(tuple(s) for s in self.core_spans), tuple(tuple(p) for p in self.phases),
                       {k: tuple(v) for k, v in self.idle_steps.items()}, tuple(self.orch_block_log), self.m,
-                      self.nevents)
+                      self.nevents, tuple(self.drains))
 
     # ---- orchestrator ----
     def ring(self, r: int) -> _Ring:
@@ -498,10 +514,13 @@ class Engine:
         self.worked[th] = False
         # 1. the sync_start drain
         if self.drain is not None:
-            c2 = self.try_sync(self.drain, th, clock, global_ok=True)
+            tid = self.drain
+            c2 = self.try_sync(tid, th, clock, global_ok=True)
             if c2 is not None:
                 self.phases[th].append(("drain", clock, c2, 1))
                 self.drain = None
+                since, held = self.drain_open
+                self.drains.append(Drain(tid, since, clock, held))
                 clock, worked = c2, True
         # 2. dummies, inline
         n = 0
@@ -527,6 +546,7 @@ class Engine:
                 heapq.heappop(q)
                 if c2 is None:
                     self.drain = tid
+                    self.drain_open = (clock, self.cohort_holders(tid))
                     break
                 clock, n = c2, n + 1
         clock, n2 = self.regular_lanes(th, clock)
@@ -559,6 +579,18 @@ class Engine:
 
     def any_visible(self, clock: float) -> bool:
         return any(q and q[0][0] <= clock for q in (*self.ready.values(), *self.sync.values()))
+
+    def cohort_holders(self, tid: int) -> tuple[tuple[int, bool], ...]:
+        """The tasks holding a running slot of a unit the sync_start task `tid` needs, in core order:
+        (task, staged early and waiting for its doorbell)."""
+        seen: dict[int, bool] = {}
+        for unit in self.m.units(self.g.tasks[tid].shape, None):
+            for c in unit:
+                bid = self.m.running[c]
+                if bid is not None:
+                    b = self.blocks[bid]
+                    seen[b.task] = seen.get(b.task, False) or b.staged
+        return tuple(seen.items())
 
     def frozen(self, kind: str) -> bool:
         """True when the sync_start drain freezes new placements on this core kind."""

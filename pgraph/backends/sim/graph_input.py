@@ -38,15 +38,14 @@ What each record field is taken from:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 from pgraph.backends.simpler import FuncIds
-from pgraph.ir import program as ir
-from pgraph.ir.instances import BlockAccesses, Instance
-from pgraph.ir.limits import DEFAULT_COSTS, heap_bytes
+from pgraph.ir.cost_model import block_work, fixed_block_us
+from pgraph.ir.instances import Instance
+from pgraph.ir.limits import heap_bytes
 from pgraph.ir.queries import instance_env, kernel_at
-from pgraph.kinds import WAIT, AccessKind, Core, InternalError, TaskKind
+from pgraph.kinds import WAIT, InternalError, TaskKind
 from pgraph.plan.base import Plan
 from pgraph.plan.early_dispatch import EarlyState, EarlyStatus
 from pgraph.plan.races import FalseSerializations
@@ -54,21 +53,6 @@ from pgraph.plan.races import FalseSerializations
 from .records import Producer, ScopeRecord, Shape, SimGraph, TaskRecord
 
 SHAPE_OF_CORE = {"aic": Shape.AIC, "aiv": Shape.AIV, "mix": Shape.MIX}
-
-
-def _matmul(p: ir.Program, block: BlockAccesses) -> tuple[float, float] | None:
-    """(FLOPs, weight bytes) of one block reading x[M,K] and w[K,N] into [M,N], else None."""
-    def extent(box: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
-        return tuple(hi - lo for lo, hi in box)
-
-    reads = [(t, extent(box)) for t, _k, box, _i in block[AccessKind.READ] if len(box) == 2]
-    outs = {extent(box) for kind in (AccessKind.WRITE, AccessKind.ATOMIC) for _t, _k, box, _i in block[kind]
-            if len(box) == 2}
-    for xi, (_xt, (m, k)) in enumerate(reads):
-        for wi, (wt, (k2, n)) in enumerate(reads):
-            if wi != xi and k2 == k and (m, n) in outs:
-                return 2.0 * m * n * k, float(k * n * ir.DTYPE_BYTES[p.tensors[wt].dtype])
-    return None
 
 
 class _Converter:
@@ -82,7 +66,7 @@ class _Converter:
         self.scope_ids: dict[tuple[int, tuple[int, ...]], int] = {}
         self.scope_rows: list[dict[str, object]] = []
         self.local: dict[int, int] = defaultdict(int)
-        self.matmul: dict[str, tuple[float, float] | None] = {}
+        self.matmul: dict[str, tuple[float, float] | None] = {}   # per dispatch (its first block's tile)
         self.serial = set(plan.get(FalseSerializations).dispatches)
         early = plan.get(EarlyStatus)
         self.early_status, self.flagged = early.status, early.flagged
@@ -107,56 +91,6 @@ class _Converter:
         for sc in chain:
             self.scope_rows[sc]["close"] = inst.id
         return chain
-
-    # ---- per-block work ----
-    def scatter_rows(self, d: ir.Dispatch, tname: str) -> int | None:
-        """Rows an indirect write to `tname` can reach: the smallest index tensor's element count."""
-        counts = []
-        for acc in d.accesses:
-            if acc.region.tensor == tname and acc.region.indirect:
-                counts += [self.p.tensors[n].numel for n in acc.region.indirect if n in self.p.tensors]
-        return min(counts) if counts else None
-
-    def block_work(self, inst: Instance, kernel: ir.Kernel | None) -> tuple[float, float]:
-        """(bytes per block, vector elements per block) from the declared per-block regions."""
-        blocks = self.g.blocks.get(inst.id) or []
-        if not blocks:
-            return 0.0, 0.0
-        d = self.p.dispatch(inst.dispatch)
-        uses: dict[tuple[object, ...], int] = defaultdict(int)
-        per_block: list[list[tuple[tuple[object, ...], float, float]]] = []
-        for blk in blocks:
-            seen: dict[tuple[object, ...], tuple[float, float]] = {}
-            for kind, items in blk.items():
-                for tname, key, box, indirect in items:
-                    t = self.p.tensors[tname]
-                    elems = float(math.prod(hi - lo for lo, hi in box))
-                    cls = "read" if kind == "read" else "write"
-                    if indirect and cls == "write":
-                        rows = self.scatter_rows(d, tname)
-                        row = float(math.prod(hi - lo for lo, hi in box[1:]))
-                        if rows is not None:
-                            elems = min(elems, rows * row)
-                    nbytes = elems * ir.DTYPE_BYTES[t.dtype]
-                    ident: tuple[object, ...] = (key, tname, box, cls)
-                    seen[ident] = (nbytes, elems)
-            per_block.append([(ident, nb, el) for ident, (nb, el) in seen.items()])
-            for ident in seen:
-                uses[ident] += 1
-        total_bytes = sum(nb / uses[ident] for blk in per_block for ident, nb, _ in blk)
-        total_elems = sum(el / uses[ident] for blk in per_block for ident, _, el in blk)
-        n = len(blocks)
-        return total_bytes / n, (total_elems / n if kernel is not None and kernel.core is Core.AIV else 0.0)
-
-    def fixed_cost(self, kernel: ir.Kernel | None) -> tuple[float | None, str]:
-        if kernel is None:
-            return None, "roofline"
-        costs = self.p.costs
-        if kernel.name in costs:
-            return float(costs[kernel.name]), f"cost {kernel.name} = {costs[kernel.name]} (spec)"
-        if kernel.core in costs and costs[kernel.core] != DEFAULT_COSTS.get(kernel.core):
-            return float(costs[kernel.core]), f"cost {kernel.core} = {costs[kernel.core]} (spec)"
-        return None, "roofline"
 
     # ---- records ----
     def record(self, inst: Instance) -> TaskRecord:
@@ -196,21 +130,13 @@ class _Converter:
         name = kernel_at(p, d, instance_env(p, d, inst.iters, inst.index))
         kernel = p.kernels[name] if name else None
         shape = SHAPE_OF_CORE[kernel.core] if kernel else Shape.AIV
-        nbytes, velems = self.block_work(inst, kernel)
-        flops, wbytes = 0.0, 0.0
-        if kernel is not None and kernel.core is Core.AIC:
-            if d.name not in self.matmul:
-                blocks = g.blocks.get(inst.id) or []
-                self.matmul[d.name] = _matmul(p, blocks[0]) if blocks else None
-            mm = self.matmul[d.name]
-            if mm is not None:
-                flops, wbytes = mm
-        fixed, source = self.fixed_cost(kernel)
+        work = block_work(p, g, inst, kernel, self.matmul)
+        fixed, source = fixed_block_us(p, kernel)
         return TaskRecord(inst.id, inst.label, inst.dispatch, kernel.name if kernel else None, shape, inst.blocks,
                           ring, scope, sync_start=d.sync_start,
                           func_ids=self.func_ids.ids(kernel.name) if kernel else (),
-                          bytes_per_block=nbytes, flops_per_block=flops, vector_ops_per_block=velems,
-                          weight_bytes_per_block=wbytes, fixed_us=fixed, cost_source=source, **common)  # type: ignore[arg-type]
+                          bytes_per_block=work.bytes, flops_per_block=work.flops,
+                          vector_ops_per_block=work.vector_ops, weight_bytes_per_block=work.weight_bytes, fixed_us=fixed, cost_source=source, **common)  # type: ignore[arg-type]
 
     def run(self) -> SimGraph:
         tasks = []

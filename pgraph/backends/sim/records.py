@@ -18,7 +18,7 @@ class Shape(enum.StrEnum):
 
     AIC: one AIC core per block; AIV: one AIV core per block; MIX: one cluster per block
     (1 AIC + 2 AIV); DUMMY: dependency-only, completed inline by a scheduler thread;
-    ALLOC: `alloc_tensors`, completed at submit (runtime_and_orchestration.md §1.3-1.4).
+    ALLOC: `alloc_tensors`, completed at submit (docs/upstream.md §2.4).
     """
 
     AIC = "aic"

@@ -1,4 +1,4 @@
-"""Chrome trace-event JSON laid out as simpler's `merged_swimlane.json` (runtime_and_orchestration.md §6.2).
+"""Chrome trace-event JSON laid out as simpler's `merged_swimlane.json` (docs/upstream.md §2.8).
 
 The converter `simpler_setup.tools.swimlane_converter` writes `ph` values X (slices), M
 (metadata), s/f (flow arrows from deps.json) and C (counters), with processes pid 1 =
@@ -40,6 +40,11 @@ def _us(x: float) -> float:
     return round(x, 3)
 
 
+def _ns(x: float) -> int:
+    """A time in µs as integer nanoseconds."""
+    return round(x * 1000)
+
+
 def trace_events(res: Result) -> list[dict[str, Any]]:
     """Every trace event of `res`, in a fixed order."""
     m = res.machine
@@ -70,27 +75,43 @@ def trace_events(res: Result) -> list[dict[str, Any]]:
     for key, lane in (("aic", "idle AIC cores"), ("aiv", "idle AIV cores")):
         for tm, v in res.idle_steps[key]:
             ev.append({"ph": "C", "pid": PID_SCHED, "tid": 0, "name": lane, "ts": _us(tm), "args": {"idle": v}})
-    first: dict[int, tuple[float, int]] = {}
-    last: dict[int, tuple[float, int]] = {}
+    # per core, the blocks in the order they ran: a Scheduler View slice runs from the block's
+    # dispatch (or, for a block dispatched into the pending slot, from the FIN of the block before
+    # it on that core: the AICPU's view of one core is one task at a time) to its FIN; a Worker
+    # View slice from kernel start to end. Times in integer ns, so that slices on one lane
+    # never overlap by a rounding and every flow arrow lies inside its slice.
+    first: dict[int, tuple[int, int]] = {}
+    last: dict[int, tuple[int, int, int]] = {}
+    per_core: dict[int, list[tuple[int, int, int, Any]]] = {}
     for t, s in zip(g.tasks, res.tasks):
         if not t.runs_on_cores:
             continue
-        label = task_label(t)
         for b in s.blocks:
             if b.end == float("inf"):
                 continue
+            start, end = _ns(b.start), _ns(b.end)
             for j, c in enumerate(b.cores):
-                fid = t.func_ids[min(j, len(t.func_ids) - 1)] if t.func_ids else -1
-                args = {"task": t.name, "ring": t.ring, "local": t.local, "block": b.index, "func_id": fid,
-                        "kernel": t.kernel}
-                ev.append({"ph": "X", "pid": PID_SCHED_VIEW, "tid": c, "name": label, "cat": "aicpu_task",
-                           "ts": _us(b.placed), "dur": _us(b.end + fin - b.placed), "args": args})
-                ev.append({"ph": "X", "pid": PID_WORKER, "tid": c, "name": label, "cat": "aicore_task",
-                           "ts": _us(b.start), "dur": _us(b.end - b.start), "args": args})
-            if t.id not in first or b.start < first[t.id][0]:
-                first[t.id] = (b.start, b.cores[0])
-            if t.id not in last or b.end > last[t.id][0]:
-                last[t.id] = (b.end, b.cores[0])
+                per_core.setdefault(c, []).append((start, b.bid, j, (t, b)))
+            if t.id not in first or start < first[t.id][0]:
+                first[t.id] = (start, b.cores[0])
+            if t.id not in last or end > last[t.id][1]:
+                last[t.id] = (start, end, b.cores[0])
+    fin_ns = _ns(fin)
+    for c in sorted(per_core):
+        lane_end = 0
+        for start, _bid, j, (t, b) in sorted(per_core[c], key=lambda r: (r[0], r[1])):
+            label = task_label(t)
+            fid = t.func_ids[min(j, len(t.func_ids) - 1)] if t.func_ids else -1
+            args = {"task": t.name, "ring": t.ring, "local": t.local, "block": b.index, "func_id": fid,
+                    "kernel": t.kernel, "dispatched_us": _us(b.placed)}
+            end = _ns(b.end)
+            view0 = max(_ns(b.placed), lane_end)
+            view1 = max(end + fin_ns, view0)
+            lane_end = view1
+            ev.append({"ph": "X", "pid": PID_SCHED_VIEW, "tid": c, "name": label, "cat": "aicpu_task",
+                       "ts": view0 / 1000, "dur": (view1 - view0) / 1000, "args": args})
+            ev.append({"ph": "X", "pid": PID_WORKER, "tid": c, "name": label, "cat": "aicore_task",
+                       "ts": start / 1000, "dur": (end - start) / 1000, "args": args})
     flow = 0
     for t in g.tasks:
         if t.id not in first:
@@ -99,12 +120,12 @@ def trace_events(res: Result) -> list[dict[str, Any]]:
             if p.task not in last:
                 continue
             flow += 1
-            end, core = last[p.task]
+            pstart, end, core = last[p.task]
             start, ccore = first[t.id]
             ev.append({"ph": "s", "pid": PID_WORKER, "tid": core, "name": "dep", "cat": "dep", "id": flow,
-                       "ts": _us(max(end - 0.001, 0.0))})
+                       "ts": max(end - 1, pstart) / 1000})
             ev.append({"ph": "f", "pid": PID_WORKER, "tid": ccore, "name": "dep", "cat": "dep", "id": flow,
-                       "bp": "e", "ts": _us(start)})
+                       "bp": "e", "ts": start / 1000})
     return ev
 
 
