@@ -1,0 +1,171 @@
+"""TensorMap inference of auto-scope tasks through an interval index per buffer (the fast path
+of `edges.infer_edges`, which stays the reference under PGRAPH_REFERENCE=1).
+
+The reference keeps, per buffer, the list of live TensorMap entries (registered OUTPUT_EXISTING,
+INOUT and atomic-add arguments not yet replaced by a covering INOUT) and tests every lookup
+against every entry: a stage of W disjoint writers followed by W readers costs W^2 overlap
+tests. Here the live entries of a buffer whose arguments all have one shape are indexed by
+their interval in one dimension (the one with the most distinct intervals among that buffer's
+arguments), in classes of interval length (powers of two), each a list sorted by the interval
+start: a lookup of [lo, hi) scans, per class, only the entries starting in
+(lo - longest + 1, hi). The candidates get the reference's exact test (`tensormap_overlap`)
+and are taken in registration order, so edges, their order and the replaced entries are the
+reference's. A buffer reached through views of different shapes keeps the reference's list
+(simpler compares such views by their flat bounding intervals).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pgraph.ir.instances import covers, tensormap_overlap
+from pgraph.ir.queries import Box, BufferKey
+from pgraph.kinds import Direction, Provenance, ScopeMode, TaskKind
+
+if TYPE_CHECKING:
+    from pgraph.expand.expander import Expander
+
+#: (box, producer instance, tensor name) of one live TensorMap entry.
+Entry = tuple[Box, int, str]
+
+
+class LiveIndex:
+    """The live entries of one buffer, indexed by their interval in dimension `dim` (all of one
+    shape). `lookup` returns the entries that may overlap a box, in registration order; every
+    entry with a side empty is left out (it overlaps nothing, so no lookup finds it)."""
+
+    def __init__(self, dim: int | None) -> None:
+        self.dim = dim
+        self.entries: dict[int, Entry] = {}     # registration number -> entry
+        self.classes: dict[int, list[tuple[int, int]]] = {}  # length class -> sorted (lo, number)
+        self.longest: dict[int, int] = {}       # length class -> the longest interval it held
+        self.seq = 0
+
+    def _interval(self, box: Box) -> tuple[int, int]:
+        return (0, 1) if self.dim is None else box[self.dim]
+
+    def add(self, entry: Entry) -> None:
+        """Register `entry` (after every entry already registered)."""
+        box = entry[0]
+        for lo, hi in box:
+            if lo >= hi:
+                return  # touches no element: no lookup ever finds it
+        lo, hi = self._interval(box)
+        n = self.seq
+        self.seq += 1
+        self.entries[n] = entry
+        k = (hi - lo).bit_length()
+        cls = self.classes.get(k)
+        if cls is None:
+            cls = self.classes[k] = []
+            self.longest[k] = 0
+        self.longest[k] = max(self.longest[k], hi - lo)
+        if not cls or cls[-1] < (lo, n):
+            cls.append((lo, n))
+        else:
+            bisect.insort(cls, (lo, n))
+
+    def remove(self, n: int) -> None:
+        """Drop entry number `n` (replaced by a covering INOUT)."""
+        entry = self.entries.pop(n)
+        lo, hi = self._interval(entry[0])
+        cls = self.classes[(hi - lo).bit_length()]
+        i = bisect.bisect_left(cls, (lo, n))
+        del cls[i]
+
+    def lookup(self, box: Box) -> list[tuple[int, Entry]]:
+        """(number, entry) of every entry whose interval meets the box's, by registration."""
+        for lo, hi in box:
+            if lo >= hi:
+                return []
+        lo, hi = self._interval(box)
+        found: list[int] = []
+        entries = self.entries
+        for k, cls in self.classes.items():
+            if not cls:
+                continue
+            i = bisect.bisect_left(cls, (lo - self.longest[k] + 1, -1))
+            while i < len(cls):
+                start, n = cls[i]
+                if start >= hi:
+                    break
+                e_box = entries[n][0]
+                if self.dim is None or e_box[self.dim][1] > lo:
+                    found.append(n)
+                i += 1
+        found.sort()
+        return [(n, entries[n]) for n in found]
+
+
+def _dimension(boxes: list[Box]) -> int | None:
+    """The dimension with the most distinct intervals among `boxes` (None for rank 0)."""
+    rank = len(boxes[0])
+    if not rank:
+        return None
+    return max(range(rank), key=lambda d: (len({b[d] for b in boxes}), -d))
+
+
+def infer_edges(ex: Expander, alloc_node: Callable[[Expander, BufferKey], int | None]) -> None:
+    """`edges.infer_edges` with a `LiveIndex` per single-shape buffer: the same CREATOR and
+    INFERRED edges, added in the same order."""
+    p, g = ex.p, ex.g
+    auto = []
+    boxes: dict[BufferKey, list[Box]] = defaultdict(list)
+    shapes: dict[BufferKey, set[tuple[int, ...]]] = defaultdict(set)
+    for inst in g.instances:
+        if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or p.scopes[inst.scope].mode is ScopeMode.MANUAL:
+            continue
+        auto.append(inst)
+        for arg in g.args.get(inst.id, []):
+            boxes[arg.buffer].append(arg.box)
+            shapes[arg.buffer].add(p.tensors[arg.tensor].shape)
+    indexes: dict[BufferKey, LiveIndex] = {}
+    plain: dict[BufferKey, list[Entry]] = {}  # views of several shapes: the reference's list
+    for buf, bs in boxes.items():
+        if len(shapes[buf]) == 1:
+            indexes[buf] = LiveIndex(_dimension(bs))
+        else:
+            plain[buf] = []
+    for inst in auto:
+        me = inst.id
+        register = []
+        for arg in g.args.get(me, []):
+            alloc = alloc_node(ex, arg.buffer)
+            if alloc is not None:
+                g.add_edge(alloc, me, Provenance.CREATOR)
+            direction = arg.param.direction
+            index = indexes.get(arg.buffer)
+            if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
+                if index is not None:
+                    for n, (box, producer, tname) in index.lookup(arg.box):
+                        if producer != me and tensormap_overlap(box, tname, arg.box, arg.tensor, p):
+                            g.add_edge(producer, me, Provenance.INFERRED)
+                            if direction is not Direction.IN and covers(arg.box, box):
+                                index.remove(n)  # an INOUT that covers the entry replaces it (one shape)
+                else:
+                    _lookup_plain(ex, plain[arg.buffer], arg.box, arg.tensor, direction, me)
+            if direction is not Direction.IN:
+                register.append((arg.buffer, arg.box, arg.tensor))
+        for buf, box, tname in register:
+            index = indexes.get(buf)
+            if index is not None:
+                index.add((box, me, tname))
+            else:
+                plain[buf].append((box, me, tname))
+
+
+def _lookup_plain(ex: Expander, live: list[Entry], box: Box, tensor: str, direction: Direction, me: int) -> None:
+    """The reference's lookup of one argument in the list `live` (edited in place)."""
+    p = ex.p
+    keep = []
+    for e_box, producer, tname in live:
+        if producer != me and tensormap_overlap(e_box, tname, box, tensor, p):
+            ex.g.add_edge(producer, me, Provenance.INFERRED)
+            same_layout = p.tensors[tname].shape == p.tensors[tensor].shape
+            if direction is not Direction.IN and same_layout and covers(box, e_box):
+                continue
+        keep.append((e_box, producer, tname))
+    live[:] = keep
