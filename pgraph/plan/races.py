@@ -98,6 +98,7 @@ class Race:
 
     conflict: Conflict
     boundary: bool
+    buffer: BufferKey | None = None
 
     @property
     def first(self) -> int:
@@ -517,7 +518,7 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
         c = conflict_of(plan, a, b, found.buffers[i])
         ia, ib = instances[a], instances[b]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
-        races.append(Race(c, boundary))
+        races.append(Race(c, boundary, found.buffers[i]))
     return races
 
 
