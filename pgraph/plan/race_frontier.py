@@ -52,9 +52,10 @@ class _Node:
     """A touch in the forest of one cell: instance, dispatch index, kind code, the touch's box
     and tensor, the touches under it, and the (dispatch, kind) bits of its subtree."""
 
-    __slots__ = ("node", "disp", "code", "box", "tensor", "children", "mask")
+    __slots__ = ("touch", "node", "disp", "code", "box", "tensor", "children", "mask")
 
-    def __init__(self, node: int, disp: int, code: int, box: Box, tensor: str) -> None:
+    def __init__(self, touch: int, node: int, disp: int, code: int, box: Box, tensor: str) -> None:
+        self.touch = touch
         self.node = node
         self.disp = disp
         self.code = code
@@ -144,13 +145,26 @@ def frontier_races(touches: Sequence[NodeTouch], p: Program, dispatch_of: Callab
     found: dict[tuple[int, int], list[tuple[int, int]]] = {}
     pairs: set[tuple[int, int]] = set()
     forests: dict[int, dict[tuple[int, int], list[Any]]] = {}  # cell -> (dispatch, kind) -> [nodes, mask]
-    for t in live:
+    asked: dict[int, bool] = {}  # instance -> whether it happens before `node` (one instance's touches)
+    current = -1
+    for k, t in enumerate(live):
         node, kind, box, tensor = t
+        if node != current:
+            current = node
+            asked = {node: True}
+
+            def ordered(a: int, _asked: dict[int, bool] = asked, _node: int = node) -> bool:
+                got = _asked.get(a)
+                if got is None:
+                    got = _asked[a] = before(a, _node)
+                return got
+
         code = _CODE[kind]
         disp = disp_of_node[node]
         conflicts = _CONFLICTS[code]
+        tested: set[int] = set()  # touches compared with this one (in an earlier cell)
         for cell in cells_of(t):
-            b = _Node(node, disp, code, box, tensor)
+            b = _Node(k, node, disp, code, box, tensor)
             frontier = forests.get(cell)
             if frontier is None:
                 frontier = forests[cell] = {}
@@ -162,31 +176,53 @@ def frontier_races(touches: Sequence[NodeTouch], p: Program, dispatch_of: Callab
                 keep: list[_Node] = []
                 mask = 0
                 for x in group[0]:
-                    if x.mask & want and (x.node == node or before(x.node, node)):
+                    if x.mask & want and ordered(x.node):
                         b.children.append(x)  # x, and all under it, happen before b
                         b.mask |= x.mask
                         continue
                     keep.append(x)
-                    mask |= x.mask
                     if not x.mask & want:
+                        mask |= x.mask
                         continue
                     # x does not happen before b: x races with b if they conflict; so may those under x
-                    stack = [x]
+                    stack: list[Any] = [x]
                     while stack:
                         y = stack.pop()
+                        if y is None:  # the children of the node below have been searched
+                            y = stack.pop()
+                            left = 1 << (3 * y.disp + y.code)
+                            for c in y.children:
+                                left |= c.mask
+                            y.mask = left  # what is still under y
+                            continue
                         if y.code in conflicts and (saturated.get(disp, 0) >> (3 * y.disp)) & 1 == 0 \
-                                and (exact or overlap(y.box, y.tensor, box, tensor, p)):
+                                and y.touch not in tested:
+                            tested.add(y.touch)
                             pair = (y.node, node)
-                            if pair not in pairs:
+                            if pair not in pairs and (exact or overlap(y.box, y.tensor, box, tensor, p)):
                                 pairs.add(pair)
                                 got = found.setdefault((y.disp, disp), [])
                                 got.append(pair)
                                 if len(got) > limit:
                                     saturated[disp] = saturated.get(disp, 0) | 7 << (3 * y.disp)
                                     want = every[code] & ~saturated[disp]
+                        if not y.children:
+                            continue
+                        rest = []
+                        below = []
                         for c in y.children:
-                            if c.mask & want and c.node != node and not before(c.node, node):
-                                stack.append(c)
+                            if c.mask & want:
+                                if ordered(c.node):
+                                    b.children.append(c)  # c happens before b: asked through b from now on
+                                    b.mask |= c.mask
+                                    continue
+                                below.append(c)
+                            rest.append(c)
+                        y.children = rest
+                        stack.append(y)
+                        stack.append(None)
+                        stack.extend(below)
+                    mask |= x.mask  # after the search below x, which may have moved nodes under b
                 group[0] = keep
                 group[1] = mask
                 if not keep:
