@@ -10,8 +10,9 @@ arguments), in classes of interval length (powers of two), each a list sorted by
 start: a lookup of [lo, hi) scans, per class, only the entries starting in
 (lo - longest + 1, hi). The candidates get the reference's exact test (`tensormap_overlap`)
 and are taken in registration order, so edges, their order and the replaced entries are the
-reference's. A buffer reached through views of different shapes keeps the reference's list
-(simpler compares such views by their flat bounding intervals).
+reference's. A buffer reached through views of different shapes is indexed by the flat
+bounding intervals (simpler compares such views by those; a per-dimension overlap of one
+shape implies theirs).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pgraph.ir.instances import covers, tensormap_overlap
+from pgraph.ir.instances import covers, flat, tensormap_overlap
 from pgraph.ir.queries import Box, BufferKey
 from pgraph.kinds import Direction, Provenance, ScopeMode, TaskKind
 
@@ -37,14 +38,17 @@ class LiveIndex:
     shape). `lookup` returns the entries that may overlap a box, in registration order; every
     entry with a side empty is left out (it overlaps nothing, so no lookup finds it)."""
 
-    def __init__(self, dim: int | None) -> None:
+    def __init__(self, dim: int | None, shapes: dict[str, tuple[int, ...]] | None = None) -> None:
         self.dim = dim
+        self.shapes = shapes  # views of several shapes: indexed by flat bounding interval
         self.entries: dict[int, Entry] = {}     # registration number -> entry
         self.classes: dict[int, list[tuple[int, int]]] = {}  # length class -> sorted (lo, number)
         self.longest: dict[int, int] = {}       # length class -> the longest interval it held
         self.seq = 0
 
-    def _interval(self, box: Box) -> tuple[int, int]:
+    def _interval(self, box: Box, tensor: str) -> tuple[int, int]:
+        if self.shapes is not None:
+            return flat(box, self.shapes[tensor])
         return (0, 1) if self.dim is None else box[self.dim]
 
     def add(self, entry: Entry) -> None:
@@ -53,7 +57,7 @@ class LiveIndex:
         for lo, hi in box:
             if lo >= hi:
                 return  # touches no element: no lookup ever finds it
-        lo, hi = self._interval(box)
+        lo, hi = self._interval(box, entry[2])
         n = self.seq
         self.seq += 1
         self.entries[n] = entry
@@ -71,17 +75,18 @@ class LiveIndex:
     def remove(self, n: int) -> None:
         """Drop entry number `n` (replaced by a covering INOUT)."""
         entry = self.entries.pop(n)
-        lo, hi = self._interval(entry[0])
+        lo, hi = self._interval(entry[0], entry[2])
         cls = self.classes[(hi - lo).bit_length()]
         i = bisect.bisect_left(cls, (lo, n))
         del cls[i]
 
-    def lookup(self, box: Box) -> list[tuple[int, Entry]]:
-        """(number, entry) of every entry whose interval meets the box's, by registration."""
+    def lookup(self, box: Box, tensor: str) -> list[tuple[int, Entry]]:
+        """(number, entry) of every entry whose interval meets that of `box` of `tensor`, by registration."""
         for lo, hi in box:
             if lo >= hi:
                 return []
-        lo, hi = self._interval(box)
+        lo, hi = self._interval(box, tensor)
+        flat_ivs = self.shapes is not None
         found: list[int] = []
         entries = self.entries
         for k, cls in self.classes.items():
@@ -92,8 +97,11 @@ class LiveIndex:
                 start, n = cls[i]
                 if start >= hi:
                     break
-                e_box = entries[n][0]
-                if self.dim is None or e_box[self.dim][1] > lo:
+                e_box, _, e_tensor = entries[n]
+                if flat_ivs:
+                    if flat(e_box, self.shapes[e_tensor])[1] > lo:  # type: ignore[index]
+                        found.append(n)
+                elif self.dim is None or e_box[self.dim][1] > lo:
                     found.append(n)
                 i += 1
         found.sort()
@@ -115,20 +123,24 @@ def infer_edges(ex: Expander, alloc_node: Callable[[Expander, BufferKey], int | 
     auto = []
     boxes: dict[BufferKey, list[Box]] = defaultdict(list)
     shapes: dict[BufferKey, set[tuple[int, ...]]] = defaultdict(set)
+    names: dict[BufferKey, dict[str, tuple[int, ...]]] = defaultdict(dict)
     for inst in g.instances:
         if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or p.scopes[inst.scope].mode is ScopeMode.MANUAL:
             continue
         auto.append(inst)
         for arg in g.args.get(inst.id, []):
             boxes[arg.buffer].append(arg.box)
-            shapes[arg.buffer].add(p.tensors[arg.tensor].shape)
+            shape = p.tensors[arg.tensor].shape
+            shapes[arg.buffer].add(shape)
+            names[arg.buffer][arg.tensor] = shape
     indexes: dict[BufferKey, LiveIndex] = {}
-    plain: dict[BufferKey, list[Entry]] = {}  # views of several shapes: the reference's list
+    views: dict[str, tuple[int, ...]] = {}
     for buf, bs in boxes.items():
         if len(shapes[buf]) == 1:
             indexes[buf] = LiveIndex(_dimension(bs))
-        else:
-            plain[buf] = []
+        else:  # views of several shapes: flat bounding intervals (simpler's test across layouts)
+            views.update(names[buf])
+            indexes[buf] = LiveIndex(None, views)
     for inst in auto:
         me = inst.id
         register = []
@@ -137,35 +149,15 @@ def infer_edges(ex: Expander, alloc_node: Callable[[Expander, BufferKey], int | 
             if alloc is not None:
                 g.add_edge(alloc, me, Provenance.CREATOR)
             direction = arg.param.direction
-            index = indexes.get(arg.buffer)
             if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
-                if index is not None:
-                    for n, (box, producer, tname) in index.lookup(arg.box):
-                        if producer != me and tensormap_overlap(box, tname, arg.box, arg.tensor, p):
-                            g.add_edge(producer, me, Provenance.INFERRED)
-                            if direction is not Direction.IN and covers(arg.box, box):
-                                index.remove(n)  # an INOUT that covers the entry replaces it (one shape)
-                else:
-                    _lookup_plain(ex, plain[arg.buffer], arg.box, arg.tensor, direction, me)
+                index = indexes[arg.buffer]
+                shape = p.tensors[arg.tensor].shape
+                for n, (box, producer, tname) in index.lookup(arg.box, arg.tensor):
+                    if producer != me and tensormap_overlap(box, tname, arg.box, arg.tensor, p):
+                        g.add_edge(producer, me, Provenance.INFERRED)
+                        if direction is not Direction.IN and p.tensors[tname].shape == shape and covers(arg.box, box):
+                            index.remove(n)  # an INOUT that covers the entry (same layout) replaces it
             if direction is not Direction.IN:
                 register.append((arg.buffer, arg.box, arg.tensor))
         for buf, box, tname in register:
-            index = indexes.get(buf)
-            if index is not None:
-                index.add((box, me, tname))
-            else:
-                plain[buf].append((box, me, tname))
-
-
-def _lookup_plain(ex: Expander, live: list[Entry], box: Box, tensor: str, direction: Direction, me: int) -> None:
-    """The reference's lookup of one argument in the list `live` (edited in place)."""
-    p = ex.p
-    keep = []
-    for e_box, producer, tname in live:
-        if producer != me and tensormap_overlap(e_box, tname, box, tensor, p):
-            ex.g.add_edge(producer, me, Provenance.INFERRED)
-            same_layout = p.tensors[tname].shape == p.tensors[tensor].shape
-            if direction is not Direction.IN and same_layout and covers(box, e_box):
-                continue
-        keep.append((e_box, producer, tname))
-    live[:] = keep
+            indexes[buf].add((box, me, tname))

@@ -43,9 +43,10 @@ _CODE = {AccessKind.READ: 0, AccessKind.WRITE: 1, AccessKind.ATOMIC: 2}
 #: kind code -> the kind codes it conflicts with (a write with anything, an atomic add with a read)
 _CONFLICTS = {0: (1, 2), 1: (0, 1, 2), 2: (0, 1)}
 
-#: Cells the grid of a buffer may give its touches in all; past it, dimensions leave the grid
-#: (the touches of a cell are then compared exactly, box against box).
-CELL_BUDGET = 2_000_000
+#: Cells per touch, on average, the grid of a buffer may give its touches: past it, dimensions
+#: leave the grid and segments merge (the touches of a cell are then compared exactly, box
+#: against box). Fewer, larger cells cost fewer visits and longer frontiers.
+CELLS_PER_TOUCH = 4
 
 
 class _Node:
@@ -65,25 +66,46 @@ class _Node:
         self.mask = 1 << (3 * disp + code)
 
 
+def _span(cuts: list[int], lo: int, hi: int) -> tuple[int, int]:
+    """The segments [first, last) of the cut points `cuts` that the interval [lo, hi) meets."""
+    return bisect.bisect_right(cuts, lo) - 1, bisect.bisect_left(cuts, hi)
+
+
+def _thin(cuts: list[int], intervals: Sequence[tuple[int, int]], budget: int) -> tuple[list[int], bool]:
+    """`cuts` with segments merged (every s-th cut kept, and the last) so that `intervals` meet
+    about `budget` segments in all; and whether any were merged."""
+    total = sum(b - a for a, b in (_span(cuts, lo, hi) for lo, hi in intervals))
+    if total <= budget:
+        return cuts, False
+    stride = -(-total // budget)
+    return sorted({*cuts[::stride], cuts[-1]}), True
+
+
 def _segments(touches: Sequence[NodeTouch], p: Program) -> tuple[Callable[[NodeTouch], list[int]], bool]:
     """The cells of each touch (a function) and whether two touches sharing a cell overlap for
-    sure (every dimension in the grid, one shape) or must be compared exactly."""
+    sure (every dimension in the grid uncut, one shape) or must be compared exactly.
+
+    One shape: the grid of every distinct coordinate of every dimension; past CELLS_PER_TOUCH
+    cells per touch on average, dimensions leave the grid (the one whose leaving saves most
+    first), then segments of the last one merge. Several shapes (views): the flat bounding
+    intervals, cut at every end, merged the same way."""
+    budget = CELLS_PER_TOUCH * len(touches)
     shapes = {p.tensors[t[3]].shape for t in touches}
-    if len(shapes) > 1:  # views of several shapes: flat bounding intervals, cut at every end
+    if len(shapes) > 1:
         flats = {t[3]: p.tensors[t[3]].shape for t in touches}
-        bounds = sorted({v for t in touches for v in flat(t[2], flats[t[3]])})
+        ivs = [flat(t[2], flats[t[3]]) for t in touches]
+        bounds, _ = _thin(sorted({v for iv in ivs for v in iv}), ivs, budget)
+        where_flat = {id(t): iv for t, iv in zip(touches, ivs)}
 
         def flat_cells(t: NodeTouch) -> list[int]:
-            lo, hi = flat(t[2], flats[t[3]])
-            return list(range(bisect.bisect_left(bounds, lo), bisect.bisect_left(bounds, hi)))
+            return list(range(*_span(bounds, *where_flat[id(t)])))
 
         return flat_cells, False
     rank = len(next(iter(shapes)))
     if rank == 0:
         return (lambda t: [0]), True
     cuts = [sorted({v for t in touches for v in t[2][d]}) for d in range(rank)]
-    spans = [[(bisect.bisect_left(cuts[d], t[2][d][0]), bisect.bisect_left(cuts[d], t[2][d][1]))
-              for t in touches] for d in range(rank)]
+    spans = [[_span(cuts[d], *t[2][d]) for t in touches] for d in range(rank)]
 
     def cost(dims: Sequence[int]) -> int:
         total = 0
@@ -96,8 +118,14 @@ def _segments(touches: Sequence[NodeTouch], p: Program) -> tuple[Callable[[NodeT
         return total
 
     dims = list(range(rank))
-    while len(dims) > 1 and cost(dims) > CELL_BUDGET:  # drop the dimension that saves the most
+    while len(dims) > 1 and cost(dims) > budget:  # drop the dimension that saves the most
         dims.remove(min(dims, key=lambda d: (cost([e for e in dims if e != d]), d)))
+    thinned = False
+    if len(dims) == 1:
+        d = dims[0]
+        cuts[d], thinned = _thin(cuts[d], [t[2][d] for t in touches], budget)
+        if thinned:
+            spans[d] = [_span(cuts[d], *t[2][d]) for t in touches]
     radix = [len(cuts[d]) for d in dims]
     where = {id(t): k for k, t in enumerate(touches)}
 
@@ -112,7 +140,7 @@ def _segments(touches: Sequence[NodeTouch], p: Program) -> tuple[Callable[[NodeT
             out.append(c)
         return out
 
-    return grid_cells, len(dims) == rank
+    return grid_cells, len(dims) == rank and not thinned
 
 
 def frontier_races(touches: Sequence[NodeTouch], p: Program, dispatch_of: Callable[[int], str],

@@ -98,8 +98,8 @@ def test_stress_edges_equal_the_reference(tmp_path: Path, monkeypatch: pytest.Mo
     used: list[int] = []
     real = tensormap.LiveIndex.lookup
 
-    def lookup(self, box):  # type: ignore[no-untyped-def]
-        out = real(self, box)
+    def lookup(self, box, tensor):  # type: ignore[no-untyped-def]
+        out = real(self, box, tensor)
         used.append(len(out))
         return out
 
