@@ -42,6 +42,7 @@ class LiveIndex:
         self.dim = dim
         self.shapes = shapes  # views of several shapes: indexed by flat bounding interval
         self.entries: dict[int, Entry] = {}     # registration number -> entry
+        self.ivs: dict[int, tuple[int, int]] = {}  # registration number -> its interval
         self.classes: dict[int, list[tuple[int, int]]] = {}  # length class -> sorted (lo, number)
         self.longest: dict[int, int] = {}       # length class -> the longest interval it held
         self.seq = 0
@@ -61,6 +62,7 @@ class LiveIndex:
         n = self.seq
         self.seq += 1
         self.entries[n] = entry
+        self.ivs[n] = (lo, hi)
         k = (hi - lo).bit_length()
         cls = self.classes.get(k)
         if cls is None:
@@ -74,19 +76,21 @@ class LiveIndex:
 
     def remove(self, n: int) -> None:
         """Drop entry number `n` (replaced by a covering INOUT)."""
-        entry = self.entries.pop(n)
-        lo, hi = self._interval(entry[0], entry[2])
+        del self.entries[n]
+        lo, hi = self.ivs.pop(n)
         cls = self.classes[(hi - lo).bit_length()]
         i = bisect.bisect_left(cls, (lo, n))
         del cls[i]
 
     def lookup(self, box: Box, tensor: str) -> list[tuple[int, Entry]]:
-        """(number, entry) of every entry whose interval meets that of `box` of `tensor`, by registration."""
+        """(number, entry) of every entry whose interval meets that of `box` of `tensor`, by
+        registration: across layouts (flat intervals) exactly the entries `tensormap_overlap`
+        finds; within one, those that also meet it in the indexed dimension."""
         for lo, hi in box:
             if lo >= hi:
                 return []
         lo, hi = self._interval(box, tensor)
-        flat_ivs = self.shapes is not None
+        ivs = self.ivs
         found: list[int] = []
         entries = self.entries
         for k, cls in self.classes.items():
@@ -97,11 +101,7 @@ class LiveIndex:
                 start, n = cls[i]
                 if start >= hi:
                     break
-                e_box, _, e_tensor = entries[n]
-                if flat_ivs:
-                    if flat(e_box, self.shapes[e_tensor])[1] > lo:  # type: ignore[index]
-                        found.append(n)
-                elif self.dim is None or e_box[self.dim][1] > lo:
+                if ivs[n][1] > lo:
                     found.append(n)
                 i += 1
         found.sort()
@@ -153,9 +153,13 @@ def infer_edges(ex: Expander, alloc_node: Callable[[Expander, BufferKey], int | 
                 index = indexes[arg.buffer]
                 shape = p.tensors[arg.tensor].shape
                 for n, (box, producer, tname) in index.lookup(arg.box, arg.tensor):
-                    if producer != me and tensormap_overlap(box, tname, arg.box, arg.tensor, p):
+                    if producer == me:
+                        continue
+                    same = tname == arg.tensor or p.tensors[tname].shape == shape
+                    # across layouts the test is the flat intervals' overlap, which the index found
+                    if not same or tensormap_overlap(box, tname, arg.box, arg.tensor, p):
                         g.add_edge(producer, me, Provenance.INFERRED)
-                        if direction is not Direction.IN and p.tensors[tname].shape == shape and covers(arg.box, box):
+                        if direction is not Direction.IN and same and covers(arg.box, box):
                             index.remove(n)  # an INOUT that covers the entry (same layout) replaces it
             if direction is not Direction.IN:
                 register.append((arg.buffer, arg.box, arg.tensor))
