@@ -150,3 +150,29 @@ def test_racy_programs_race_as_the_oracle_says(tmp_path: Path, monkeypatch: pyte
                 assert len(pairs) == 4, (seed, key)
         racing += bool(want)
     assert racing >= 25 and bounded >= 20, (racing, bounded)
+
+
+@pytest.mark.parametrize("listed", [True, False])
+@pytest.mark.parametrize(("n", "text"), [(14, "(91 instance pairs)"), (15, "more than 100 instance pairs"),
+                                         (400, "more than 100 instance pairs")])
+def test_witnesses_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, text: str, listed: bool) -> None:
+    """n unordered tasks of one grid updating one tensor race pairwise: n(n-1)/2 pairs (91 for
+    14, 105 for 15). Up to RACE_WITNESSES the diagnostic counts them all; beyond, it says there
+    are more than that, and the Races fact holds RACE_WITNESSES + 1 of them. Same whether the
+    buffer's pairs are listed or searched by the frontier."""
+    spec = tmp_path / "grid.pgl"
+    spec.write_text(f"""tensor x : f32[8, 8] external
+kernel bump aiv (a : inout f32[8, 8])
+entry main {{
+  manual scope {{
+    parallel w[i in 0..{n}] {{ call bump(x) }}
+  }}
+}}
+""", encoding="utf-8")
+    monkeypatch.delenv("PGRAPH_REFERENCE", raising=False)
+    monkeypatch.setattr(races, "PAIR_LIMIT", 1 << 62 if listed else -1)
+    plan, bag = plan_program(spec, Options())
+    assert plan is not None
+    pg100 = [d for d in bag.items if d.code == "PG100"]
+    assert len(pg100) == 1 and text in pg100[0].message, [d.message for d in pg100]
+    assert len(plan.get(races.Races).races) == min(n * (n - 1) // 2, races.RACE_WITNESSES + 1)
