@@ -138,23 +138,24 @@ def check_argv(path: Path, *flags: str) -> list[str]:
     return [sys.executable, "-m", "pgraph", "check", str(path), *flags]
 
 
-def tasks_and_races(path: Path, *flags: str) -> tuple[int, int]:
-    """(instances, instance pairs the race diagnostics count) of one check, from its JSON output."""
-    out = subprocess.run([sys.executable, "-m", "pgraph", "plan", str(path), *flags, "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT, check=False).stdout
-    import json
+COUNT = """
+import re, sys
+from pgraph.pipeline import Options, plan_program
+plan, bag = plan_program(sys.argv[1], Options(full=True))
+races = 0
+for d in bag.items:
+    if d.code in ("PG100", "PG101"):
+        m = re.search(r"\\((?:more than )?(\\d+) instance pair", d.message)
+        races += int(m.group(1)) if m else 1
+print(len(plan.graph.instances) if plan else 0, races)
+"""
 
-    try:
-        doc = json.loads(out)
-    except ValueError:
-        return 0, 0
-    tasks = int(doc.get("facts", doc).get("counts", {}).get("instances", 0)) if isinstance(doc, dict) else 0
-    races = 0
-    for d in doc.get("diagnostics", []) if isinstance(doc, dict) else []:
-        if d.get("code") in ("PG100", "PG101"):
-            m = re.search(r"\((?:more than )?(\d+) instance pair", d.get("message", ""))
-            races += int(m.group(1)) if m else 1
-    return tasks, races
+
+def tasks_and_races(path: Path) -> tuple[int, int]:
+    """(instances, racing pairs the PG100/PG101 diagnostics count) of one `--full` plan, in a child."""
+    out = subprocess.run([sys.executable, "-c", COUNT, str(path)], capture_output=True, text=True, cwd=ROOT,
+                         check=False).stdout.split()
+    return (int(out[0]), int(out[1])) if len(out) == 2 else (0, 0)
 
 
 def row(argv: list[str], runs: int, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -198,7 +199,7 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
                 path = d / f"racy_{seed}_{s}.pgl"
                 path.write_text(racy_program(seed, s), encoding="utf-8")
                 r = row(check_argv(path, "--full"), 1)
-                tasks, races = tasks_and_races(path, "--full")
+                tasks, races = tasks_and_races(path)
                 worst["wall"] = max(worst["wall"], r["wall"])
                 worst["cpu"] = max(worst["cpu"], r["cpu"])
                 worst["rss"] = max(worst["rss"], r["rss"])
@@ -212,7 +213,7 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
 
 
 def render(res: dict[str, Any], note: str) -> str:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [BEGIN, "## Quadratic corners (`bench/bench_corners.py`)", "",
              f"Measured {now} on {platform.machine()} ({os.cpu_count()} cores, shared), Python "
              f"{platform.python_version()}; {note}. Each row is `pgraph check` as a child process: wall and "

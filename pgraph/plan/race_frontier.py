@@ -257,11 +257,10 @@ def frontier_races(touches: Sequence[NodeTouch], p: Program, dispatch_of: Callab
                     emptied.append(gkey)
             for gkey in emptied:
                 del frontier[gkey]
-            key = (disp, code)
-            group = frontier.get(key)
-            if group is None:
-                frontier[key] = [[b], b.mask]
+            mine = frontier.get((disp, code))
+            if mine is None:
+                frontier[(disp, code)] = [[b], b.mask]
             else:
-                group[0].append(b)
-                group[1] |= b.mask
+                mine[0].append(b)
+                mine[1] |= b.mask
     return sorted(pairs)
