@@ -20,14 +20,20 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from pgraph.ir.instances import covers, flat, tensormap_overlap
+from pgraph.ir import program as ir
+from pgraph.ir.instances import InstanceGraph, covers, flat, tensormap_overlap
 from pgraph.ir.queries import Box, BufferKey
 from pgraph.kinds import Direction, Provenance, ScopeMode, TaskKind
 
-if TYPE_CHECKING:
-    from pgraph.expand.expander import Expander
+
+class Expansion(Protocol):
+    """What inference needs of the running expansion (`expander.Expander`): the program and the
+    graph being built (a protocol, so that this module imports nothing of expand/)."""
+
+    p: ir.Program
+    g: InstanceGraph
 
 #: (box, producer instance, tensor name) of one live TensorMap entry.
 Entry = tuple[Box, int, str]
@@ -116,7 +122,7 @@ def _dimension(boxes: list[Box]) -> int | None:
     return max(range(rank), key=lambda d: (len({b[d] for b in boxes}), -d))
 
 
-def infer_edges(ex: Expander, alloc_node: Callable[[Expander, BufferKey], int | None]) -> None:
+def infer_edges(ex: Expansion, alloc_node: Callable[[Any, BufferKey], int | None]) -> None:
     """`edges.infer_edges` with a `LiveIndex` per single-shape buffer: the same CREATOR and
     INFERRED edges, added in the same order."""
     p, g = ex.p, ex.g
