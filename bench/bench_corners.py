@@ -183,7 +183,8 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
                 path = d / f"chain_{mode}_{width}.pgl"
                 path.write_text(chain(width, mode), encoding="utf-8")
                 rows[mode] = row(check_argv(path), runs)
-            log(f"infer W={width}: manual {rows['manual']['wall']:.2f} s, auto {rows['auto']['wall']:.2f} s")
+            rows["reference"] = row(check_argv(path), 1, {"PGRAPH_REFERENCE": "1"}) if s <= 2 else None
+            log(f"infer W={width}: manual {rows['manual']['cpu']:.2f} s, auto {rows['auto']['cpu']:.2f} s CPU")
             out["infer"].append({"width": width, "tasks": 5 * width, **{m: rows[m] for m in rows}})
         for s in SCALES:
             n = 625 * s
@@ -191,7 +192,7 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
             path.write_text(writers(n), encoding="utf-8")
             fast = row(check_argv(path, "--full"), runs)
             ref = row(check_argv(path, "--full"), 1, {"PGRAPH_REFERENCE": "1"}) if s <= 2 else None
-            log(f"writers N={n}: {fast['wall']:.2f} s" + (f", reference {ref['wall']:.2f} s" if ref else ""))
+            log(f"writers N={n}: {fast['cpu']:.2f} s CPU" + (f", reference {ref['cpu']:.2f} s" if ref else ""))
             out["writers"].append({"n": n, "fast": fast, "reference": ref})
         for s in SCALES:
             worst: dict[str, Any] = {"wall": 0.0, "cpu": 0.0, "rss": 0.0, "tasks": 0, "races": 0, "codes": set()}
@@ -207,40 +208,44 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
                 worst["races"] = max(worst["races"], races)
                 worst["codes"] |= set(r["codes"])
             worst["codes"] = sorted(worst["codes"])
-            log(f"racy x{s}: slowest {worst['wall']:.2f} s, largest {worst['rss']:.0f} MiB")
+            log(f"racy x{s}: slowest {worst['cpu']:.2f} s CPU, largest {worst['rss']:.0f} MiB")
             out["racy"].append({"scale": s, **worst})
+    out["load"] = os.getloadavg()
     return out
 
 
 def render(res: dict[str, Any], note: str) -> str:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in res["load"])
     lines = [BEGIN, "## Quadratic corners (`bench/bench_corners.py`)", "",
-             f"Measured {now} on {platform.machine()} ({os.cpu_count()} cores, shared), Python "
-             f"{platform.python_version()}; {note}. Each row is `pgraph check` as a child process: wall and "
-             "CPU seconds (median), peak RSS (largest run).", "",
+             f"Measured {now} on {platform.machine()} ({os.cpu_count()} cores, shared; load average at the end "
+             f"{load}), Python {platform.python_version()}; {note}. Each row is `pgraph check` as a child "
+             "process: CPU and wall seconds (median), peak RSS (largest run). On a loaded machine the wall "
+             "time is mostly waiting for a core: compare CPU seconds.", "",
              "**Auto-scope inference** (five stages of W tasks; the auto scope infers the edges the manual one "
-             "declares):", "",
-             "| tasks | manual wall s | auto wall s | auto / manual | auto CPU s | auto RSS MiB |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "declares; the reference is the inference before the interval index, PGRAPH_REFERENCE=1):", "",
+             "| tasks | manual CPU s | auto CPU s | auto / manual | auto wall s | auto RSS MiB | reference auto CPU s |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in res["infer"]:
-        m, a = r["manual"], r["auto"]
-        lines.append(f"| {r['tasks']:,} | {m['wall']:.2f} | {a['wall']:.2f} | {a['wall'] / m['wall']:.2f} | "
-                     f"{a['cpu']:.2f} | {a['rss']:.0f} |")
+        m, a, ref = r["manual"], r["auto"], r["reference"]
+        ref_cpu = f"{ref['cpu']:.2f}" if ref else "-"
+        lines.append(f"| {r['tasks']:,} | {m['cpu']:.2f} | {a['cpu']:.2f} | {a['cpu'] / m['cpu']:.2f} | "
+                     f"{a['wall']:.2f} | {a['rss']:.0f} | {ref_cpu} |")
     lines += ["", "**Many writers into one tensor** (N ordered InOut writers of one tensor, `--full`; N^2/2 "
-              "conflicting pairs, all ordered):", "",
-              "| writers | wall s | CPU s | RSS MiB | reference wall s | reference RSS MiB |",
+              "conflicting pairs, all ordered; the reference lists every pair, PGRAPH_REFERENCE=1):", "",
+              "| writers | CPU s | wall s | RSS MiB | reference CPU s | reference RSS MiB |",
               "|---:|---:|---:|---:|---:|---:|"]
     for r in res["writers"]:
         f, ref = r["fast"], r["reference"]
-        rtxt = f"{ref['wall']:.2f} | {ref['rss']:.0f}" if ref else "- | -"
-        lines.append(f"| {r['n']:,} | {f['wall']:.2f} | {f['cpu']:.2f} | {f['rss']:.0f} | {rtxt} |")
+        rtxt = f"{ref['cpu']:.2f} | {ref['rss']:.0f}" if ref else "- | -"
+        lines.append(f"| {r['n']:,} | {f['cpu']:.2f} | {f['wall']:.2f} | {f['rss']:.0f} | {rtxt} |")
     lines += ["", "**Race pass on generated racy programs** (8 seeds per size, nested loops, `--full`; the "
               "slowest and largest run of the 8, the most instances, and the most racing pairs the PG100/PG101 "
               "diagnostics of one run count, bounded at 100 per dispatch pair):", "",
-              "| trip counts | instances (most) | races counted (most) | slowest wall s | slowest CPU s | largest RSS MiB |",
+              "| trip counts | instances (most) | races counted (most) | slowest CPU s | slowest wall s | largest RSS MiB |",
               "|---:|---:|---:|---:|---:|---:|"]
     for r in res["racy"]:
-        lines.append(f"| x{r['scale']} | {r['tasks']:,} | {r['races']:,} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+        lines.append(f"| x{r['scale']} | {r['tasks']:,} | {r['races']:,} | {r['cpu']:.2f} | {r['wall']:.2f} | "
                      f"{r['rss']:.0f} |")
     lines += ["", END]
     return "\n".join(lines)
