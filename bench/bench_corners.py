@@ -178,7 +178,7 @@ def bench(runs: int, log: Any) -> dict[str, Any]:
         d = Path(tmp)
         for s in SCALES:
             width = 500 * s
-            rows = {}
+            rows: dict[str, Any] = {}
             for mode in ("manual", "auto"):
                 path = d / f"chain_{mode}_{width}.pgl"
                 path.write_text(chain(width, mode), encoding="utf-8")
