@@ -39,6 +39,8 @@ COMMANDS: dict[str, list[list[str]]] = {
     "query-cache": [["deps", DECODE, "out_proj.direct"], ["why", DECODE, "silu[n=2]@L=5", "q_proj@L=5"]],
     "race-numpy": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "reach-mask": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
+    "tensormap-index": [["check", "bench/specs/stress_writers_20k.pgl"], ["plan", DECODE, "--full"]],
+    "race-frontier": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "steady-jump": [["plan", DECODE], ["plan", DECODE, "--layers", "640"]],
 }
 

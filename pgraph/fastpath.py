@@ -18,6 +18,8 @@ FAST_PATHS: dict[str, str] = {
     "query-cache": "the pickled expansions of `deps`/`why` (commands/query_cache.py) beside compiling",
     "race-numpy": "the NumPy pairing of a tensor name's touches (plan/races.py _numpy_pairs) beside the sweep",
     "reach-mask": "Reach.ordered_mask over arrays of pairs beside Reach.ordered_pairs",
+    "tensormap-index": "the interval index of live TensorMap entries per buffer (expand/tensormap.py) beside scanning every entry",
+    "race-frontier": "the happens-before frontier search of a buffer with many conflicting pairs (plan/race_frontier.py) beside listing every pair",
     "steady-jump": "critical_path.unrolled_length's jump to the last pass of a steady loop beside every pass",
 }
 

@@ -13,8 +13,10 @@ import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from pgraph.expand import tensormap
 from pgraph.expand.compiled import SelFn, selection_function
 from pgraph.expr import EvalError
+from pgraph.fastpath import reference_mode
 from pgraph.ir import program as ir
 from pgraph.ir.instances import DepIssue, Instance, covers, tensormap_overlap
 from pgraph.ir.instances import _provenance_set as provenance_set
@@ -273,7 +275,13 @@ def resolve_dep(ex: Expander, inst: Instance, d: ir.Dispatch, dep: ir.DepRef, it
 
 
 def infer_edges(ex: Expander) -> None:
-    """TensorMap edges of auto-scope tasks, in submission order (simpler compute_task_fanin)."""
+    """TensorMap edges of auto-scope tasks, in submission order (simpler compute_task_fanin).
+
+    The reference (PGRAPH_REFERENCE=1): every lookup tests every live entry of its buffer; the
+    fast path `tensormap.infer_edges` finds the same edges through an interval index."""
+    if not reference_mode("tensormap-index"):
+        tensormap.infer_edges(ex, alloc_node)
+        return
     entries: dict[BufferKey, list[tuple[Box, int, str]]] = {}
     for inst in ex.g.instances:
         if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY):

@@ -26,6 +26,7 @@ from pgraph.ir.instances import BlockAccesses, Box, BufferKey, box_intersection,
 from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
 from pgraph.kinds import AccessKind, Direction, InternalError, ScopeMode, TaskKind
+from pgraph.plan import race_frontier
 from pgraph.plan.base import Fact, Pass, Plan
 from pgraph.plan.fixes import add_dep, declare_taskids, fix
 from pgraph.plan.reach import Reach, ancestors
@@ -64,22 +65,30 @@ class Conflicts(Fact):
     second: array.array
     buffer: array.array
     buffers: list[BufferKey]
+    #: buffer index -> its touches, for the buffers whose pairs are too many to list (more than
+    #: PAIR_LIMIT estimated): `find_races` asks `race_frontier.frontier_races` for their races
+    dense: dict[int, list[NodeTouch]] = attrs.field(factory=dict)
 
     def __len__(self) -> int:
         return len(self.first)
 
     def conflict(self, plan: Plan, k: int) -> Conflict:
         """The Conflict record of pair k."""
-        a, b, key = self.first[k], self.second[k], self.buffers[self.buffer[k]]
-        hit = _conflict(node_touches(plan, a, key), node_touches(plan, b, key), plan.program)
-        if hit is None:
-            raise InternalError(f"instances {a} and {b} were paired without a conflicting access")
-        (ka, ba, ta), (kb, bb, tb) = hit
-        return Conflict(a, b, ka, ba, ta, kb, bb, tb)
+        return conflict_of(plan, self.first[k], self.second[k], self.buffers[self.buffer[k]])
 
     def records(self, plan: Plan) -> list[Conflict]:
         """Every Conflict record (for tests and small graphs)."""
         return [self.conflict(plan, k) for k in range(len(self))]
+
+
+def conflict_of(plan: Plan, a: int, b: int, key: BufferKey) -> Conflict:
+    """The Conflict record of instances a < b on buffer `key`: their first conflicting touches,
+    in access order."""
+    hit = _conflict(node_touches(plan, a, key), node_touches(plan, b, key), plan.program)
+    if hit is None:
+        raise InternalError(f"instances {a} and {b} were paired without a conflicting access")
+    (ka, ba, ta), (kb, bb, tb) = hit
+    return Conflict(a, b, ka, ba, ta, kb, bb, tb)
 
 
 @records.value
@@ -89,6 +98,7 @@ class Race:
 
     conflict: Conflict
     boundary: bool
+    buffer: BufferKey | None = None
 
     @property
     def first(self) -> int:
@@ -367,6 +377,50 @@ def _numpy_sweep_cost(lo: Any, hi: Any) -> int:
     return int((np.searchsorted(los, hi, side="left") - np.searchsorted(los, lo, side="left")).sum())
 
 
+#: Racing instance pairs kept per (buffer, earlier dispatch, later dispatch) beyond the
+#: RACE_WITNESSES a diagnostic may count: one more says that there are more (PG100/PG101
+#: then say "more than RACE_WITNESSES instance pairs").
+RACE_WITNESSES = 100
+
+#: A buffer whose conflicting pairs `pair_estimate` puts above this is not listed pair by pair:
+#: `race_frontier.frontier_races` finds its races from its touches in submission order.
+PAIR_LIMIT = 100_000
+
+
+def pair_estimate(touches: list[NodeTouch], p: Program) -> int:
+    """An upper bound (up to ties) on the overlapping conflicting pairs of one buffer's touches:
+    per tensor name the fewest pairs overlapping in one dimension (a write with any touch, an
+    atomic add with a read), plus the pairs of flat intervals across names."""
+    by_name: dict[str, list[NodeTouch]] = defaultdict(list)
+    for t in touches:
+        by_name[t[3]].append(t)
+    total = 0
+    for named in by_name.values():
+        rank = len(named[0][2])
+        if rank == 0:
+            total += _kind_cost([(t[1], 0, 1) for t in named])
+        else:
+            total += min(_kind_cost([(t[1], *t[2][d]) for t in named]) for d in range(rank))
+    if len(by_name) > 1:
+        shapes = {name: p.tensors[name].shape for name in by_name}
+        total += _kind_cost([(t[1], *flat(t[2], shapes[t[3]])) for t in touches])
+    return total
+
+
+def _kind_cost(items: list[tuple[AccessKind, int, int]]) -> int:
+    """Pairs of conflicting kinds among the intervals (kind, lo, hi) where one starts inside the other."""
+    los: dict[AccessKind, list[int]] = {k: sorted(lo for kind, lo, _ in items if kind is k) for k in AccessKind}
+    if not los[AccessKind.WRITE] and not los[AccessKind.ATOMIC]:
+        return 0
+    total = 0
+    for kind, lo, hi in items:
+        for other in _PARTNERS[kind]:
+            col = los[other]
+            if col:
+                total += bisect.bisect_left(col, hi) - bisect.bisect_left(col, lo)
+    return total
+
+
 def conflicts(plan: Plan) -> Conflicts:
     """Every conflicting instance pair (a < b): overlapping regions of one buffer, one writing.
 
@@ -378,7 +432,13 @@ def conflicts(plan: Plan) -> Conflicts:
     p = plan.program
     first, second, buffer = array.array("q"), array.array("q"), array.array("q")
     buffers: list[BufferKey] = []
+    dense: dict[int, list[NodeTouch]] = {}
+    listed = reference_mode("race-frontier")  # PGRAPH_REFERENCE=1: every buffer's pairs listed (docs/architecture.md)
     for key, touches in sorted(touches_by_buffer(plan).items(), key=lambda kv: str(kv[0])):
+        if not listed and pair_estimate(touches, p) > PAIR_LIMIT:
+            dense[len(buffers)] = touches
+            buffers.append(key)
+            continue
         keys = conflicting_keys(touches, p)
         if not len(keys):
             continue
@@ -393,20 +453,24 @@ def conflicts(plan: Plan) -> Conflicts:
             first.frombytes((keys >> 32).astype(np.int64).tobytes())
             second.frombytes((keys & 0xFFFFFFFF).astype(np.int64).tobytes())
             buffer.frombytes(np.full(len(keys), len(buffers) - 1, dtype=np.int64).tobytes())
-    fact = Conflicts(first, second, buffer, buffers)
+    fact = Conflicts(first, second, buffer, buffers, dense)
     plan.put(fact)
     return fact
 
 
 def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
-    """Every unordered conflicting instance pair (the whole analysis, no reporting).
+    """The unordered conflicting instance pairs (the whole analysis, no reporting), by buffer
+    and pair; at most RACE_WITNESSES + 1 per (buffer, earlier dispatch, later dispatch).
 
     `reach` defaults to the happens-before of the graph as it is now (so a caller that edits
-    `plan.graph.graph` gets the races of the edited graph).
+    `plan.graph.graph` gets the races of the edited graph). A listed buffer's witnesses are its
+    first racing pairs; a dense buffer's (`race_frontier`) are all of them when there are at most
+    RACE_WITNESSES, else RACE_WITNESSES + 1 of them.
     """
     reach = reach or ancestors(plan)
     manual = {s.id for s in plan.program.scopes if s.mode is ScopeMode.MANUAL}
     found = conflicts(plan)
+    instances = plan.graph.instances
     if "numpy" in sys.modules and len(found) >= 10_000 and not reference_mode("reach-mask"):  # the arrays' way (NumPy is loaded)
         import numpy as np
 
@@ -415,12 +479,33 @@ def find_races(plan: Plan, reach: Reach | None = None) -> list[Race]:
         unordered = np.nonzero(~ordered)[0].tolist()
     else:
         unordered = [k for k, ok in enumerate(reach.ordered_pairs(zip(found.first, found.second))) if not ok]
-    races = []
+    kept: dict[tuple[int, str, str], int] = defaultdict(int)
+    picked: list[tuple[int, int, int]] = []  # (buffer index, first, second)
     for k in unordered:
-        c = found.conflict(plan, k)
-        ia, ib = plan.graph.instances[c.first], plan.graph.instances[c.second]
+        a, b, i = found.first[k], found.second[k], found.buffer[k]
+        group = (i, instances[a].dispatch, instances[b].dispatch)
+        if kept[group] <= RACE_WITNESSES:
+            kept[group] += 1
+            picked.append((i, a, b))
+    if found.dense:
+        pred = plan.graph.pred
+
+        def before(a: int, b: int) -> bool:
+            return a in pred[b] or reach.before(a, b)
+
+        def dispatch_of(n: int) -> str:
+            return instances[n].dispatch
+
+        for i, touches in found.dense.items():
+            picked.extend((i, a, b) for a, b in
+                          race_frontier.frontier_races(touches, plan.program, dispatch_of, before, RACE_WITNESSES))
+        picked.sort()
+    races = []
+    for i, a, b in picked:
+        c = conflict_of(plan, a, b, found.buffers[i])
+        ia, ib = instances[a], instances[b]
         boundary = ia.scope != ib.scope and (ia.scope in manual or ib.scope in manual)
-        races.append(Race(c, boundary))
+        races.append(Race(c, boundary, found.buffers[i]))
     return races
 
 
@@ -474,7 +559,8 @@ class RacePass(Pass):
         # iterations hold more (`Options(full=True)` counts them all)
         windowed = not plan.graph.full and any(
             plan.graph.instances[n].weight > 1 for x in rs for n in (x.first, x.second))
-        more = (f" ({len(rs)} instance pair{'s' if len(rs) > 1 else ''} or more: only two iterations of the "
+        more = (f" (more than {RACE_WITNESSES} instance pairs)" if len(rs) > RACE_WITNESSES else
+                f" ({len(rs)} instance pair{'s' if len(rs) > 1 else ''} or more: only two iterations of the "
                 "loop are expanded)" if windowed else f" ({len(rs)} instance pairs)" if len(rs) > 1 else "")
         what = (f"'{ib.label}' {KIND_WORD[c.second_kind]} {c.second_tensor}{box_text(c.second_box)} and "
                 f"'{ia.label}' {KIND_WORD[c.first_kind]} {c.first_tensor}{box_text(c.first_box)} "

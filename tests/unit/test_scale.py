@@ -148,7 +148,7 @@ def test_sweep_rank0_tensor(numpy: bool) -> None:
     assert conflicting_pairs(touches, _P(), numpy=numpy) == {(0, 1), (0, 2)}  # type: ignore[arg-type]
 
 
-def _old_races(plan: Plan) -> list[tuple[int, int, str, str]]:
+def _old_races(plan: Plan, with_buffer: bool = False) -> list[Any]:
     """The race rule before the sweep: every writer against every other instance of a buffer,
     the first conflicting accesses in order, ordering by ancestor bitsets of the whole graph."""
     g = plan.graph
@@ -176,16 +176,36 @@ def _old_races(plan: Plan) -> list[tuple[int, int, str, str]]:
                         and overlap(ta[1], ta[2], tb[1], tb[2], plan.program)), None)
             if hit is None or anc[b] >> a & 1 or anc[a] >> b & 1:
                 continue
-            out.append((a, b, str(hit[0]), str(hit[1])))
+            out.append((a, b, str(hit[0]), str(hit[1]), _key) if with_buffer else (a, b, str(hit[0]), str(hit[1])))
     return out
 
 
-def _new_races(plan: Plan, bitset_nodes: int | None = None) -> list[tuple[int, int, str, str]]:
+def _bounded(plan: Plan, old: list[Any], new: list[Any], listed: bool) -> None:
+    """`new` (find_races with its bounded witnesses) against `old` (every race): in the same order
+    (buffer, then pair); per (buffer, earlier dispatch, later dispatch) every race when there are
+    at most RACE_WITNESSES, else RACE_WITNESSES + 1 of them (the first ones when the buffer's
+    pairs are listed, any when `race_frontier` found them)."""
+    k = races_module.RACE_WITNESSES
+    rank = {key: i for i, key in enumerate(sorted({r[4] for r in old}, key=str))}
+    assert [r[4] for r in new] == sorted((r[4] for r in new), key=lambda key: rank[key])
+    groups: dict[Any, tuple[list[Any], list[Any]]] = defaultdict(lambda: ([], []))
+    inst = plan.graph.instances
+    for side, rows in ((0, old), (1, new)):
+        for r in rows:
+            groups[(r[4], inst[r[0]].dispatch, inst[r[1]].dispatch)][side].append(r)
+    for key, (all_, kept) in groups.items():
+        if len(all_) <= k or listed:
+            assert kept == all_[:k + 1], key
+        else:
+            assert len(kept) == k + 1 and set(kept) <= set(all_), key
+
+
+def _new_races(plan: Plan, bitset_nodes: int | None = None) -> list[Any]:
     out = []
     for r in find_races(plan, ancestors(plan, bitset_nodes)):
         c = r.conflict
         out.append((c.first, c.second, str((c.first_kind, c.first_box, c.first_tensor)),
-                    str((c.second_kind, c.second_box, c.second_tensor))))
+                    str((c.second_kind, c.second_box, c.second_tensor)), r.buffer))
     return out
 
 
@@ -207,10 +227,14 @@ def test_races_equal_the_old_algorithm(case: str, tmp_path: Path) -> None:
     bag = DiagnosticBag()
     st_ = run_until(path, opts, bag, "graph")
     assert st_.graph is not None
-    plan = Plan(st_.program, st_.graph, bag)  # type: ignore[arg-type]
-    old = _old_races(plan)
-    assert _new_races(plan) == old
-    assert _new_races(plan, bitset_nodes=0) == old  # the search mode of Reach
+    old = _old_races(Plan(st_.program, st_.graph, bag), with_buffer=True)  # type: ignore[arg-type]
+    # the default split, every buffer listed, every buffer through race_frontier
+    for limit in (races_module.PAIR_LIMIT, 1 << 62, -1):
+        with mock.patch.object(races_module, "PAIR_LIMIT", limit):
+            plan = Plan(st_.program, st_.graph, bag)  # type: ignore[arg-type]
+            _bounded(plan, old, _new_races(plan), listed=limit > 1 << 61)
+            plan = Plan(st_.program, st_.graph, bag)  # type: ignore[arg-type]
+            _bounded(plan, old, _new_races(plan, bitset_nodes=0), listed=limit > 1 << 61)  # Reach's search mode
     if case != "decode-full-2":
         assert old, "the cut deps must leave races"
 
