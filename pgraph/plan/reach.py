@@ -1,14 +1,20 @@
-"""Happens-before over the instance graph: bitsets on small graphs, bounded searches on large ones.
+"""Happens-before over the instance graph: bitsets on small graphs, id ranges on large ones.
 
 Tasks are submitted in program order and every edge of an analysed graph runs from an earlier
 submit to a later one (PG032 and PG013 stop the pipeline otherwise), so instance ids are a
 topological order. On a graph of at most BITSET_NODES instances `Reach` keeps the ancestor
 set of every instance as a Python-int bitset (N^2/2 bits: 36 MiB at the limit). A larger
 graph (a `--full` expansion of a 40-layer prefill has 351,091 instances: the bitsets would
-take 7.7 GB) answers each question by a search that only walks instances that can lie on a
-path: ids between the two ends and topological levels below the target's. Questions come in
-batches (every conflicting pair of the race rule, the predecessors of one consumer), so one
-search serves all the questions about one instance.
+take 7.7 GB) keeps each ancestor set as sorted ranges of ids (`Reach.ranges`): a task's
+ancestors are runs of earlier submissions (every tile of a dequant phase, rows 0..t of a KV
+cache append, the whole previous layer), so a prefill window's sets hold 14-18 ranges on
+average whatever its size, and a question is one binary search. A set of more than RANGE_CAP
+ranges is widened to RANGE_CAP by filling its narrowest gaps: it then holds every ancestor and
+some non-ancestors (`loose`), and a question it answers yes is settled by a backward search
+that only enters instances whose own set holds the source (a path's every instance does), so
+every answer is exact. Under PGRAPH_REFERENCE=1 a large graph is answered by the reference,
+bounded searches instead: ids between the two ends and topological levels below the target's,
+one search per source for a batch of questions (`Reach(succ, pred)`).
 """
 
 from __future__ import annotations
@@ -16,25 +22,87 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pgraph.fastpath import reference_mode
 from pgraph.kinds import InternalError
 from pgraph.plan.base import Fact, Pass, Plan
 
 #: Largest graph whose ancestor sets are kept as bitsets (N^2/2 bits = 36 MiB at 24,576).
 BITSET_NODES = 24_576
+#: Most ranges one instance's ancestor set keeps above BITSET_NODES; a wider set is widened
+#: (`loose`). A prefill window's largest set has 35 (351k tasks) to 107 (1.3M tasks) ranges.
+RANGE_CAP = 256
+#: A consumer with at most this many predecessors is asked pairwise (one binary search per
+#: pair) by `implied_predecessors`; a larger fan-in merges its predecessors' ranges once.
+PAIRWISE_PREDS = 16
+
+Ranges = tuple[int, ...]
+"""Half-open id ranges (s0, e0, s1, e1, ...), sorted, disjoint and not touching."""
+
+_EMPTY: Ranges = ()
+
+
+def in_ranges(ranges: Ranges, x: int) -> bool:
+    """True when id `x` lies in one of `ranges`."""
+    return bisect.bisect_right(ranges, x) & 1 == 1
+
+
+def union_ranges(parts: Iterable[Ranges], points: Iterable[int] = ()) -> list[int]:
+    """The union of the range sets `parts` and the single ids `points`, as a flat list of ranges."""
+    items: list[tuple[int, int]] = []
+    for r in parts:
+        items.extend(zip(r[0::2], r[1::2]))
+    items.extend((x, x + 1) for x in points)
+    if not items:
+        return []
+    items.sort()
+    out: list[int] = []
+    cs, ce = items[0]
+    for s, e in items:
+        if s <= ce:
+            if e > ce:
+                ce = e
+        else:
+            out.append(cs)
+            out.append(ce)
+            cs, ce = s, e
+    out.append(cs)
+    out.append(ce)
+    return out
+
+
+def widen(ranges: Sequence[int], cap: int) -> list[int]:
+    """`ranges` (flat) reduced to at most `cap` ranges by filling the narrowest gaps: a superset."""
+    k = len(ranges) // 2
+    if k <= cap:
+        return list(ranges)
+    # gap i lies between range i and range i + 1; keep the cap - 1 widest (the earliest on ties)
+    gaps = sorted(range(k - 1), key=lambda i: (ranges[2 * i + 1] - ranges[2 * i + 2], i))
+    keep = sorted(gaps[:cap - 1])
+    out = [ranges[0]]
+    for i in keep:
+        out.append(ranges[2 * i + 1])
+        out.append(ranges[2 * i + 2])
+    out.append(ranges[-1])
+    return out
 
 
 class Reach(Fact):
     """Happens-before of one graph: `before(a, b)` when a path a -> ... -> b exists (any provenance).
 
     `succ`/`pred` are the adjacency lists (sorted), `level` the topological level (0 for an
-    instance without predecessors, else 1 + the largest level of its predecessors), `anc`
-    the ancestor bitsets when the graph has at most BITSET_NODES instances, else None.
+    instance without predecessors, else 1 + the largest level of its predecessors). One of
+    three representations answers (every answer is the same, tests/unit/test_reach.py):
+    `anc`, the ancestor bitsets (graphs of at most BITSET_NODES instances); `ranges`, each
+    instance's ancestor ids as sorted half-open ranges (`Ranges`), with `loose[v]` 1 where the
+    set was widened to RANGE_CAP ranges and may hold non-ancestors (`interval_reach`); or,
+    neither given, bounded searches (the reference above BITSET_NODES, PGRAPH_REFERENCE=1).
     """
 
-    def __init__(self, succ: list[list[int]], pred: list[list[int]], anc: list[int] | None = None) -> None:
+    def __init__(self, succ: list[list[int]], pred: list[list[int]], anc: list[int] | None = None,
+                 ranges: list[Ranges] | None = None, loose: bytearray | None = None) -> None:
         self.succ = succ
         self.pred = pred
         self.n = len(succ)
@@ -44,6 +112,8 @@ class Reach(Fact):
             if ps:
                 self.level[v] = 1 + max(self.level[u] for u in ps)
         self.anc = anc
+        self.ranges = ranges
+        self.loose = loose if loose is not None else bytearray(self.n) if ranges is not None else None
         self._stamp = [0] * self.n
         self._epoch = 0
 
@@ -54,11 +124,40 @@ class Reach(Fact):
             return bool(self.anc[b] >> a & 1)
         if a >= b or self.level[a] >= self.level[b]:
             return False
+        if self.ranges is not None:
+            return self._in_ancestors(a, b)
         return b in self.descendants_among(a, [b])
 
     def ordered(self, a: int, b: int) -> bool:
         """True when a happens before b or b before a."""
         return self.before(a, b) or self.before(b, a)
+
+    def _in_ancestors(self, a: int, b: int) -> bool:
+        """Range mode, a < b: a's id in b's set settles it unless the set is loose; a loose yes
+        is searched backwards from b through the instances whose sets hold a."""
+        assert self.ranges is not None and self.loose is not None
+        ranges, loose = self.ranges, self.loose
+        if not in_ranges(ranges[b], a):
+            return False
+        if not loose[b]:
+            return True
+        pred, level = self.pred, self.level
+        floor = level[a]
+        stamp = self._fresh()
+        seen = self._stamp
+        stack = [b]
+        while stack:
+            x = stack.pop()
+            for y in pred[x]:
+                if y == a:
+                    return True
+                if y < a or seen[y] == stamp or level[y] <= floor or not in_ranges(ranges[y], a):
+                    continue
+                if not loose[y]:
+                    return True  # y's exact set holds a, and y reaches b
+                seen[y] = stamp
+                stack.append(y)
+        return False
 
     # ---- batches ----
     def ordered_pairs(self, pairs: Iterable[tuple[int, int]]) -> list[bool]:
@@ -66,7 +165,15 @@ class Reach(Fact):
         if self.anc is not None:
             anc = self.anc
             return [bool(anc[b] >> a & 1) or bool(anc[a] >> b & 1) for a, b in pairs]
-        out: list[bool] = []
+        if self.ranges is not None:
+            out: list[bool] = []
+            level, before = self.level, self._in_ancestors
+            for a, b in pairs:
+                if a >= b:
+                    raise InternalError(f"ordered_pairs expects a < b, got ({a}, {b})")
+                out.append(level[a] < level[b] and before(a, b))
+            return out
+        out = []
         pending: dict[int, list[int]] = defaultdict(list)
         where: list[tuple[int, int, int]] = []
         succ, level = self.succ, self.level
@@ -144,6 +251,26 @@ class Reach(Fact):
             for w in preds:
                 union |= self.anc[w]
             return {u for u in preds if union >> u & 1}
+        if self.ranges is not None:
+            return self._implied_by_ranges(preds)
+        return self._implied_by_search(preds)
+
+    def _implied_by_ranges(self, preds: list[int]) -> set[int]:
+        """Range mode: u is implied when another predecessor's set holds u (only a later one
+        can). A loose set's yes is asked again exactly, through `_in_ancestors`."""
+        assert self.ranges is not None and self.loose is not None
+        ranges, loose = self.ranges, self.loose
+        if any(loose[w] for w in preds):
+            if len(preds) > PAIRWISE_PREDS:
+                return self._implied_by_search(preds)
+            return {u for i, u in enumerate(preds) if any(self._in_ancestors(u, w) for w in preds[i + 1:])}
+        if len(preds) <= PAIRWISE_PREDS:
+            return {u for i, u in enumerate(preds) if any(in_ranges(ranges[w], u) for w in preds[i + 1:])}
+        union = tuple(union_ranges(ranges[w] for w in preds))
+        return {u for u in preds if in_ranges(union, u)}
+
+    def _implied_by_search(self, preds: list[int]) -> set[int]:
+        """Search mode: one backward search from the predecessors' own predecessors."""
         # every instance reached backwards from the predecessors' own predecessors is an
         # ancestor of some predecessor; ids below the first predecessor cannot be one of them
         # ... nor levels below the lowest predecessor's (a path only climbs levels)
@@ -197,12 +324,45 @@ def adjacency(plan: Plan) -> tuple[list[list[int]], list[list[int]]]:
     return succ, pred
 
 
+def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int = RANGE_CAP) -> Reach:
+    """The range-mode Reach of a graph whose ids are a topological order (every edge u -> v has
+    u < v): each instance's ancestors as at most `cap` ranges, built in id order from its
+    predecessors' sets (the union of theirs and their own ids), loose where widened."""
+    n = len(pred)
+    ranges: list[Ranges] = [_EMPTY] * n
+    loose = bytearray(n)
+    for v in range(n):
+        ps = pred[v]
+        if not ps:
+            continue
+        if len(ps) == 1:  # the one predecessor's set, and its id above every id in it
+            p = ps[0]
+            r = ranges[p]
+            r = r[:-1] + (p + 1,) if r and r[-1] == p else r + (p, p + 1)
+            if len(r) > 2 * cap:
+                r = tuple(widen(r, cap))
+                loose[v] = 1
+            elif loose[p]:
+                loose[v] = 1
+            ranges[v] = r
+            continue
+        merged = union_ranges((ranges[p] for p in ps), ps)
+        if len(merged) > 2 * cap:
+            merged = widen(merged, cap)
+            loose[v] = 1
+        elif any(loose[p] for p in ps):
+            loose[v] = 1
+        ranges[v] = tuple(merged)
+    return Reach(succ, pred, ranges=ranges, loose=loose)
+
+
 def ancestors(plan: Plan, bitset_nodes: int | None = None) -> Reach:
-    """The Reach of `plan`'s graph as it is now (bitsets up to `bitset_nodes` instances)."""
+    """The Reach of `plan`'s graph as it is now: bitsets up to `bitset_nodes` instances
+    (BITSET_NODES), id ranges above (bounded searches under PGRAPH_REFERENCE=1)."""
     succ, pred = adjacency(plan)
     limit = BITSET_NODES if bitset_nodes is None else bitset_nodes
     if len(succ) > limit:
-        return Reach(succ, pred)
+        return Reach(succ, pred) if reference_mode() else interval_reach(succ, pred)
     anc = [0] * len(succ)
     for v, ps in enumerate(pred):
         bits = 0
