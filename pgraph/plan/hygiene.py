@@ -8,6 +8,7 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import Note
+from pgraph.fastpath import reference_mode
 from pgraph.kinds import PROVENANCE_FLAGS, AccessKind, CarryKind, Storage, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 from pgraph.plan.reach import Reach
@@ -132,10 +133,12 @@ class FunnelPass(Pass):
     the first candidate that all consumers share is the answer. A producer whose consumers
     share nothing later than it (an attention tile's KV cache rows: every later query tile
     waits on them, each on its own rows besides) costs one scan of that consumer's list,
-    not an intersection of every consumer's (~R^3 over a prefill's R row tiles).
+    not an intersection of every consumer's (~R^3 over a prefill's R row tiles). Under
+    PGRAPH_REFERENCE=1 the reference answers: that intersection, then its first later member.
     """
 
     name = "funnel"
+    requires = (Reach,)
     threshold = 8
 
     def run(self, plan: Plan) -> None:
@@ -148,7 +151,8 @@ class FunnelPass(Pass):
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
                 continue
-            x = self._first_common_later(plan, u, consumers)
+            x = (_common_later_reference(plan, u, consumers) if reference_mode()
+                 else self._first_common_later(plan, u, consumers))
             if x is None:
                 continue
             key = (g.instances[u].dispatch, g.instances[x].dispatch)
@@ -179,6 +183,25 @@ class FunnelPass(Pass):
                 continue  # another task of the same declaration: a dep on itself is no fix
             return x
         return None
+
+
+def _common_later_reference(plan: Plan, u: int, consumers: list[int]) -> int | None:
+    """`FunnelPass._first_common_later` by its definition: the predecessors every consumer
+    shares (alloc tasks and u left out), the lowest that is later than u, does not precede it
+    and is of another declaration."""
+    g = plan.graph
+    p = plan.program
+    reach = plan.get(Reach)
+    common: set[int] | None = None
+    for v in consumers:
+        preds = {w for w in g.pred[v] if w != u and g.instances[w].kind is not TaskKind.ALLOC}
+        common = preds if common is None else common & preds
+    for x in sorted(common or ()):
+        if x < u or reach.before(x, u):
+            continue
+        if p.dispatch(g.instances[x].dispatch).tileset != p.dispatch(g.instances[u].dispatch).tileset:
+            return x
+    return None
 
 
 class DeadTaskPass(Pass):

@@ -324,10 +324,12 @@ def adjacency(plan: Plan) -> tuple[list[list[int]], list[list[int]]]:
     return succ, pred
 
 
-def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int = RANGE_CAP) -> Reach:
+def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int | None = None) -> Reach:
     """The range-mode Reach of a graph whose ids are a topological order (every edge u -> v has
     u < v): each instance's ancestors as at most `cap` ranges, built in id order from its
-    predecessors' sets (the union of theirs and their own ids), loose where widened."""
+    predecessors' sets (the union of theirs and their own ids), loose where widened (`cap`:
+    RANGE_CAP when None)."""
+    cap = RANGE_CAP if cap is None else cap
     n = len(pred)
     ranges: list[Ranges] = [_EMPTY] * n
     loose = bytearray(n)
