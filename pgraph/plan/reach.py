@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -38,10 +39,28 @@ RANGE_CAP = 256
 #: pair) by `implied_predecessors`; a larger fan-in merges its predecessors' ranges once.
 PAIRWISE_PREDS = 16
 
-Ranges = tuple[int, ...]
+Ranges = Sequence[int]
 """Half-open id ranges (s0, e0, s1, e1, ...), sorted, disjoint and not touching."""
 
-_EMPTY: Ranges = ()
+
+class RangeSets:
+    """The ancestor id ranges of every instance, packed: instance v's flat ranges are
+    `flat[start[v]:start[v + 1]]` (int32, 8 bytes per range: a --full prefill's 351,091 sets
+    take ~50 MB), `loose[v]` 1 where the set was widened and may hold non-ancestors."""
+
+    def __init__(self, n: int) -> None:
+        self.flat = array("i")
+        self.start = array("q", bytes(8 * (n + 1)))
+        self.loose = bytearray(n)
+
+    def of(self, v: int) -> Ranges:
+        """Instance v's flat ranges."""
+        return self.flat[self.start[v]:self.start[v + 1]]
+
+    def holds(self, v: int, x: int) -> bool:
+        """True when id `x` lies in instance v's set."""
+        lo = self.start[v]
+        return (bisect.bisect_right(self.flat, x, lo, self.start[v + 1]) - lo) & 1 == 1
 
 
 def in_ranges(ranges: Ranges, x: int) -> bool:
@@ -96,13 +115,13 @@ class Reach(Fact):
     instance without predecessors, else 1 + the largest level of its predecessors). One of
     three representations answers (every answer is the same, tests/unit/test_reach.py):
     `anc`, the ancestor bitsets (graphs of at most BITSET_NODES instances); `ranges`, each
-    instance's ancestor ids as sorted half-open ranges (`Ranges`), with `loose[v]` 1 where the
-    set was widened to RANGE_CAP ranges and may hold non-ancestors (`interval_reach`); or,
+    instance's ancestor ids as sorted half-open ranges (`RangeSets`), with `loose[v]` 1 where
+    the set was widened to RANGE_CAP ranges and may hold non-ancestors (`interval_reach`); or,
     neither given, bounded searches (the reference above BITSET_NODES, PGRAPH_REFERENCE=1).
     """
 
     def __init__(self, succ: list[list[int]], pred: list[list[int]], anc: list[int] | None = None,
-                 ranges: list[Ranges] | None = None, loose: bytearray | None = None) -> None:
+                 ranges: RangeSets | None = None) -> None:
         self.succ = succ
         self.pred = pred
         self.n = len(succ)
@@ -113,7 +132,7 @@ class Reach(Fact):
                 self.level[v] = 1 + max(self.level[u] for u in ps)
         self.anc = anc
         self.ranges = ranges
-        self.loose = loose if loose is not None else bytearray(self.n) if ranges is not None else None
+        self.loose = ranges.loose if ranges is not None else None
         self._stamp = [0] * self.n
         self._epoch = 0
 
@@ -135,9 +154,11 @@ class Reach(Fact):
     def _in_ancestors(self, a: int, b: int) -> bool:
         """Range mode, a < b: a's id in b's set settles it unless the set is loose; a loose yes
         is searched backwards from b through the instances whose sets hold a."""
-        assert self.ranges is not None and self.loose is not None
-        ranges, loose = self.ranges, self.loose
-        if not in_ranges(ranges[b], a):
+        assert self.ranges is not None
+        flat, start, loose = self.ranges.flat, self.ranges.start, self.ranges.loose
+        right = bisect.bisect_right
+        lo = start[b]
+        if not (right(flat, a, lo, start[b + 1]) - lo) & 1:
             return False
         if not loose[b]:
             return True
@@ -151,7 +172,10 @@ class Reach(Fact):
             for y in pred[x]:
                 if y == a:
                     return True
-                if y < a or seen[y] == stamp or level[y] <= floor or not in_ranges(ranges[y], a):
+                if y < a or seen[y] == stamp or level[y] <= floor:
+                    continue
+                lo = start[y]
+                if not (right(flat, a, lo, start[y + 1]) - lo) & 1:
                     continue
                 if not loose[y]:
                     return True  # y's exact set holds a, and y reaches b
@@ -258,15 +282,16 @@ class Reach(Fact):
     def _implied_by_ranges(self, preds: list[int]) -> set[int]:
         """Range mode: u is implied when another predecessor's set holds u (only a later one
         can). A loose set's yes is asked again exactly, through `_in_ancestors`."""
-        assert self.ranges is not None and self.loose is not None
-        ranges, loose = self.ranges, self.loose
-        if any(loose[w] for w in preds):
+        assert self.ranges is not None
+        rs = self.ranges
+        if any(rs.loose[w] for w in preds):
             if len(preds) > PAIRWISE_PREDS:
                 return self._implied_by_search(preds)
             return {u for i, u in enumerate(preds) if any(self._in_ancestors(u, w) for w in preds[i + 1:])}
         if len(preds) <= PAIRWISE_PREDS:
-            return {u for i, u in enumerate(preds) if any(in_ranges(ranges[w], u) for w in preds[i + 1:])}
-        union = tuple(union_ranges(ranges[w] for w in preds))
+            holds = rs.holds
+            return {u for i, u in enumerate(preds) if any(holds(w, u) for w in preds[i + 1:])}
+        union = union_ranges(rs.of(w) for w in preds)
         return {u for u in preds if in_ranges(union, u)}
 
     def _implied_by_search(self, preds: list[int]) -> set[int]:
@@ -331,31 +356,35 @@ def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int | None
     RANGE_CAP when None)."""
     cap = RANGE_CAP if cap is None else cap
     n = len(pred)
-    ranges: list[Ranges] = [_EMPTY] * n
-    loose = bytearray(n)
+    rs = RangeSets(n)
+    flat, start, loose = rs.flat, rs.start, rs.loose
     for v in range(n):
         ps = pred[v]
-        if not ps:
-            continue
-        if len(ps) == 1:  # the one predecessor's set, and its id above every id in it
+        if ps and len(ps) == 1:  # the one predecessor's set, and its id above every id in it
             p = ps[0]
-            r = ranges[p]
-            r = r[:-1] + (p + 1,) if r and r[-1] == p else r + (p, p + 1)
-            if len(r) > 2 * cap:
-                r = tuple(widen(r, cap))
+            lo, hi = start[p], start[p + 1]
+            if hi > lo and flat[hi - 1] == p:
+                flat.extend(flat[lo:hi])
+                flat[-1] = p + 1
+            elif hi - lo < 2 * cap:
+                flat.extend(flat[lo:hi])
+                flat.append(p)
+                flat.append(p + 1)
+            else:
+                flat.extend(widen([*flat[lo:hi], p, p + 1], cap))
                 loose[v] = 1
-            elif loose[p]:
+            if loose[p]:
                 loose[v] = 1
-            ranges[v] = r
-            continue
-        merged = union_ranges((ranges[p] for p in ps), ps)
-        if len(merged) > 2 * cap:
-            merged = widen(merged, cap)
-            loose[v] = 1
-        elif any(loose[p] for p in ps):
-            loose[v] = 1
-        ranges[v] = tuple(merged)
-    return Reach(succ, pred, ranges=ranges, loose=loose)
+        elif ps:
+            merged = union_ranges((flat[start[p]:start[p + 1]] for p in ps), ps)
+            if len(merged) > 2 * cap:
+                merged = widen(merged, cap)
+                loose[v] = 1
+            elif any(loose[p] for p in ps):
+                loose[v] = 1
+            flat.extend(merged)
+        start[v + 1] = len(flat)
+    return Reach(succ, pred, ranges=rs)
 
 
 def ancestors(plan: Plan, bitset_nodes: int | None = None) -> Reach:

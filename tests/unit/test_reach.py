@@ -98,8 +98,10 @@ def test_range_sets_are_exact_unless_loose_and_never_miss_an_ancestor(dag, cap: 
     r = interval_reach(succ, pred, cap)
     assert r.ranges is not None and r.loose is not None
     for v in range(len(succ)):
-        held = {x for s, e in zip(r.ranges[v][0::2], r.ranges[v][1::2]) for x in range(s, e)}
-        assert len(r.ranges[v]) <= 2 * cap
+        flat = r.ranges.of(v)
+        held = {x for s, e in zip(flat[0::2], flat[1::2]) for x in range(s, e)}
+        assert len(flat) <= 2 * cap and list(flat) == sorted(flat) and len(set(flat)) == len(flat)
+        assert all(r.ranges.holds(v, x) == (x in held) for x in range(len(succ)))
         assert held >= anc[v]
         if not r.loose[v]:
             assert held == anc[v]
