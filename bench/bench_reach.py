@@ -22,8 +22,8 @@ prefill needs 33 million region evaluations, above the 6 million `pgraph check` 
 estimate is still computed) and every analysis pass timed in place; the parent takes its wall
 time, CPU time (user + system) and peak RSS (`os.wait4`), medians of `--runs`. The acceptance
 rows run plain `python3 -m pgraph check` (no limit lifted) on the 1x and 2x prefill. `--before
-TREE` repeats the rows with TREE's pgraph (PYTHONPATH=TREE), a row killed after `--timeout`
-seconds printed as such. No figure of the section is typed by hand.
+TREE` repeats the rows with TREE's pgraph (PYTHONPATH=TREE), a row killed after `--cpu-limit`
+CPU seconds (120) printed as such. No figure of the section is typed by hand.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,7 +46,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "specs"))
 
 import stress  # noqa: E402  (bench/specs/stress.py)
-from run import child, compile_bytecode, machine_line  # noqa: E402
+from run import compile_bytecode, machine_line  # noqa: E402
 
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench_reach:begin -->", "<!-- bench_reach:end -->"
@@ -56,7 +58,8 @@ PASSES = ("reach", "races", "redundant-edges", "funnel")
 # ---- the child: one pgraph command, its passes timed ---------------------------------------
 
 def child_main(out: str, argv: list[str]) -> None:
-    """Run `pgraph ARGV` in this process with the work limit lifted; write {pass: CPU s} to `out`."""
+    """Run `pgraph ARGV` in this process with the work limit lifted; write its exit code and
+    {pass: CPU s} to `out` as JSON."""
     import pgraph.pipeline as pl
     import pgraph.plan.size as size
     from pgraph import cli
@@ -77,13 +80,30 @@ def child_main(out: str, argv: list[str]) -> None:
         p.run = timed(p.name, p.run)  # type: ignore[method-assign]
     with open(os.devnull, "w") as null:
         sys.stdout = null
-        cli.main(argv)
+        code = cli.main(argv)
         sys.stdout = sys.__stdout__
-    Path(out).write_text(json.dumps(times), encoding="utf-8")
+    Path(out).write_text(json.dumps({"exit": code, "passes": times}), encoding="utf-8")
     os._exit(0)
 
 
 # ---- the parent -----------------------------------------------------------------------------
+
+def child(argv: list[str], cpu_limit: float = 10 ** 6) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MiB, exit code) of one child process, killed by the kernel
+    (SIGXCPU) after `cpu_limit` seconds of CPU: the machine is shared, a wall-time limit would
+    kill a slow row for the load of others."""
+    limit = int(cpu_limit)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+
+    t0 = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(argv, stdout=null, stderr=null, cwd=ROOT, preexec_fn=limited)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+    return (time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(status))
+
 
 def shapes(tmp: Path) -> dict[str, list[tuple[str, list[str]]]]:
     """shape -> [(size label, pgraph arguments)] at 1x/2x/4x/8x."""
@@ -101,7 +121,7 @@ def shapes(tmp: Path) -> dict[str, list[tuple[str, list[str]]]]:
     return out
 
 
-def measure(argv: list[str], runs: int, tree: Path, timeout: float) -> dict[str, Any]:
+def measure(argv: list[str], runs: int, tree: Path, cpu_limit: float) -> dict[str, Any]:
     """Medians of `runs` children running `pgraph argv` with `tree`'s pgraph and its passes timed."""
     env_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = str(tree)
@@ -111,11 +131,11 @@ def measure(argv: list[str], runs: int, tree: Path, timeout: float) -> dict[str,
         for _ in range(runs):
             with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
                 out = f.name
-            rows.append(child([sys.executable, str(HERE / "bench_reach.py"), "--child", out, "--", *argv], timeout))
+            rows.append(child([sys.executable, str(HERE / "bench_reach.py"), "--child", out, "--", *argv], cpu_limit))
             text = Path(out).read_text(encoding="utf-8")
             os.unlink(out)
             passes.append(json.loads(text) if text else {})
-            if rows[-1][3] < 0:  # killed at the timeout: no second run
+            if rows[-1][3] < 0:  # killed at the CPU limit: no second run
                 break
     finally:
         if env_path is None:
@@ -125,7 +145,8 @@ def measure(argv: list[str], runs: int, tree: Path, timeout: float) -> dict[str,
     killed = any(code < 0 for *_, code in rows)
     return {"wall": statistics.median(r[0] for r in rows), "cpu": statistics.median(r[1] for r in rows),
             "rss": max(r[2] for r in rows), "killed": killed, "runs": len(rows),
-            "passes": {p: statistics.median(t.get(p, 0.0) for t in passes) for p in PASSES} if not killed else {}}
+            "exit": sorted({t["exit"] for t in passes if t}),
+            "passes": {p: statistics.median(t["passes"].get(p, 0.0) for t in passes) for p in PASSES} if not killed else {}}
 
 
 def acceptance(runs: int) -> dict[str, Any]:
@@ -139,17 +160,17 @@ def acceptance(runs: int) -> dict[str, Any]:
                      "rss": max(r[2] for r in rows), "codes": sorted({r[3] for r in rows})} for s, rows in samples.items()}
 
 
-def run_all(runs: int, before: Path | None, timeout: float, log: Any) -> dict[str, Any]:
+def run_all(runs: int, before: Path | None, cpu_limit: float, log: Any) -> dict[str, Any]:
     res: dict[str, Any] = {"machine": machine_line(), "bytecode": compile_bytecode(), "runs": runs,
                            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "shapes": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for shape, rows in shapes(Path(tmp)).items():
             res["shapes"][shape] = []
             for label, argv in rows:
-                row: dict[str, Any] = {"size": label, "after": measure(argv, runs, ROOT, timeout)}
+                row: dict[str, Any] = {"size": label, "after": measure(argv, runs, ROOT, cpu_limit)}
                 log(f"{shape} {label}: {row['after']['cpu']:.2f} s CPU, {row['after']['rss']:.0f} MiB")
                 if before is not None:
-                    row["before"] = measure(argv, 1, before, timeout)
+                    row["before"] = measure(argv, 1, before, cpu_limit)
                     log(f"  before: {row['before']['cpu']:.2f} s CPU{' (killed)' if row['before']['killed'] else ''}")
                 res["shapes"][shape].append(row)
     res["acceptance"] = acceptance(max(runs, 3))
@@ -158,7 +179,11 @@ def run_all(runs: int, before: Path | None, timeout: float, log: Any) -> dict[st
 
 
 def _cell(m: dict[str, Any], key: str) -> str:
-    return f"> {m['wall']:.0f} (killed)" if m["killed"] else f"{m[key]:.2f}"
+    return f"> {m[key]:.0f} (killed)" if m["killed"] else f"{m[key]:.2f}"
+
+
+def _codes(m: dict[str, Any]) -> str:
+    return ", ".join(map(str, m["exit"])) if m["exit"] else "-"
 
 
 def render(res: dict[str, Any], before_name: str | None) -> str:
@@ -167,15 +192,15 @@ def render(res: dict[str, Any], before_name: str | None) -> str:
            "measured inside it).", ""]
     for shape, rows in res["shapes"].items():
         out += [f"**{shape}**", "",
-                "| size | wall s | CPU s | x prev CPU | peak RSS MiB | " + " | ".join(PASSES) + " |",
-                "|---|---|---|---|---|" + "---|" * len(PASSES)]
+                "| size | exit | wall s | CPU s | x prev CPU | peak RSS MiB | " + " | ".join(PASSES) + " |",
+                "|---|---|---|---|---|---|" + "---|" * len(PASSES)]
         prev = None
         for row in rows:
             a = row["after"]
             growth = f"{a['cpu'] / prev:.2f}" if prev else ""
             prev = a["cpu"]
             cells = [f"{a['passes'].get(p, 0.0):.2f}" for p in PASSES] if a["passes"] else ["-"] * len(PASSES)
-            out.append(f"| {row['size']} | {_cell(a, 'wall')} | {_cell(a, 'cpu')} | {growth} | {a['rss']:.0f} | "
+            out.append(f"| {row['size']} | {_codes(a)} | {_cell(a, 'wall')} | {_cell(a, 'cpu')} | {growth} | {a['rss']:.0f} | "
                        + " | ".join(cells) + " |")
         if any("before" in row for row in rows):
             out += ["", f"Before (`--before {before_name}`, one run per row):", "",
@@ -218,12 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="child runs per row (default 3)")
     ap.add_argument("--before", metavar="TREE", help="also run each row once with TREE's pgraph")
-    ap.add_argument("--timeout", type=float, default=300.0, help="seconds before a row's child is killed")
+    ap.add_argument("--cpu-limit", type=float, default=120.0, help="CPU seconds before a row's child is killed (120)")
     ap.add_argument("--print", action="store_true", help="print the section instead of writing the doc")
     ap.add_argument("--json", metavar="FILE", help="also write the raw results")
     args = ap.parse_args(args_in)
     before = Path(args.before).resolve() if args.before else None
-    res = run_all(args.runs, before, args.timeout, lambda s: print(s, file=sys.stderr, flush=True))
+    res = run_all(args.runs, before, args.cpu_limit, lambda s: print(s, file=sys.stderr, flush=True))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2), encoding="utf-8")
     section = render(res, args.before)

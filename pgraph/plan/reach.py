@@ -44,23 +44,37 @@ Ranges = Sequence[int]
 
 
 class RangeSets:
-    """The ancestor id ranges of every instance, packed: instance v's flat ranges are
-    `flat[start[v]:start[v + 1]]` (int32, 8 bytes per range: a --full prefill's 351,091 sets
-    take ~50 MB), `loose[v]` 1 where the set was widened and may hold non-ancestors."""
+    """The ancestor sets of every instance as ranges of ranks, packed. An instance without
+    successors (an isolated alloc task) is nobody's ancestor, so the ranks number the others in
+    id order (`rank[x]`, -1 for those) and their ids leave no hole in the sets: the 40 layers of
+    a --full prefill each hold one such task, which would split every later set 40 times.
+    Instance v's flat ranges are `flat[start[v]:start[v + 1]]` (int32, 8 bytes a range: a --full
+    prefill's 351,091 sets take ~25 MB), `loose[v]` 1 where the set was widened and may hold
+    non-ancestors."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, succ: list[list[int]]) -> None:
+        n = len(succ)
+        self.rank = array("i", bytes(4 * n))
+        k = 0
+        for x, adj in enumerate(succ):
+            if adj:
+                self.rank[x] = k
+                k += 1
+            else:
+                self.rank[x] = -1
         self.flat = array("i")
         self.start = array("q", bytes(8 * (n + 1)))
         self.loose = bytearray(n)
 
     def of(self, v: int) -> Ranges:
-        """Instance v's flat ranges."""
+        """Instance v's flat ranges (of ranks)."""
         return self.flat[self.start[v]:self.start[v + 1]]
 
     def holds(self, v: int, x: int) -> bool:
-        """True when id `x` lies in instance v's set."""
+        """True when instance v's set holds instance x."""
+        r = self.rank[x]
         lo = self.start[v]
-        return (bisect.bisect_right(self.flat, x, lo, self.start[v + 1]) - lo) & 1 == 1
+        return r >= 0 and (bisect.bisect_right(self.flat, r, lo, self.start[v + 1]) - lo) & 1 == 1
 
 
 def in_ranges(ranges: Ranges, x: int) -> bool:
@@ -157,8 +171,9 @@ class Reach(Fact):
         assert self.ranges is not None
         flat, start, loose = self.ranges.flat, self.ranges.start, self.ranges.loose
         right = bisect.bisect_right
+        ra = self.ranges.rank[a]
         lo = start[b]
-        if not (right(flat, a, lo, start[b + 1]) - lo) & 1:
+        if ra < 0 or not (right(flat, ra, lo, start[b + 1]) - lo) & 1:
             return False
         if not loose[b]:
             return True
@@ -175,7 +190,7 @@ class Reach(Fact):
                 if y < a or seen[y] == stamp or level[y] <= floor:
                     continue
                 lo = start[y]
-                if not (right(flat, a, lo, start[y + 1]) - lo) & 1:
+                if not (right(flat, ra, lo, start[y + 1]) - lo) & 1:
                     continue
                 if not loose[y]:
                     return True  # y's exact set holds a, and y reaches b
@@ -292,7 +307,7 @@ class Reach(Fact):
             holds = rs.holds
             return {u for i, u in enumerate(preds) if any(holds(w, u) for w in preds[i + 1:])}
         union = union_ranges(rs.of(w) for w in preds)
-        return {u for u in preds if in_ranges(union, u)}
+        return {u for u in preds if in_ranges(union, rs.rank[u])}
 
     def _implied_by_search(self, preds: list[int]) -> set[int]:
         """Search mode: one backward search from the predecessors' own predecessors."""
@@ -356,27 +371,28 @@ def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int | None
     RANGE_CAP when None)."""
     cap = RANGE_CAP if cap is None else cap
     n = len(pred)
-    rs = RangeSets(n)
-    flat, start, loose = rs.flat, rs.start, rs.loose
+    rs = RangeSets(succ)
+    flat, start, loose, rank = rs.flat, rs.start, rs.loose, rs.rank
     for v in range(n):
         ps = pred[v]
-        if ps and len(ps) == 1:  # the one predecessor's set, and its id above every id in it
+        if ps and len(ps) == 1:  # the one predecessor's set, and its rank above every rank in it
             p = ps[0]
+            q = rank[p]
             lo, hi = start[p], start[p + 1]
-            if hi > lo and flat[hi - 1] == p:
+            if hi > lo and flat[hi - 1] == q:
                 flat.extend(flat[lo:hi])
-                flat[-1] = p + 1
+                flat[-1] = q + 1
             elif hi - lo < 2 * cap:
                 flat.extend(flat[lo:hi])
-                flat.append(p)
-                flat.append(p + 1)
+                flat.append(q)
+                flat.append(q + 1)
             else:
-                flat.extend(widen([*flat[lo:hi], p, p + 1], cap))
+                flat.extend(widen([*flat[lo:hi], q, q + 1], cap))
                 loose[v] = 1
             if loose[p]:
                 loose[v] = 1
         elif ps:
-            merged = union_ranges((flat[start[p]:start[p + 1]] for p in ps), ps)
+            merged = union_ranges((flat[start[p]:start[p + 1]] for p in ps), [rank[p] for p in ps])
             if len(merged) > 2 * cap:
                 merged = widen(merged, cap)
                 loose[v] = 1

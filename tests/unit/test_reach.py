@@ -99,14 +99,23 @@ def test_range_sets_are_exact_unless_loose_and_never_miss_an_ancestor(dag, cap: 
     assert r.ranges is not None and r.loose is not None
     for v in range(len(succ)):
         flat = r.ranges.of(v)
-        held = {x for s, e in zip(flat[0::2], flat[1::2]) for x in range(s, e)}
         assert len(flat) <= 2 * cap and list(flat) == sorted(flat) and len(set(flat)) == len(flat)
-        assert all(r.ranges.holds(v, x) == (x in held) for x in range(len(succ)))
+        held = {x for x in range(len(succ)) if r.ranges.holds(v, x)}
+        ranks = {r.ranges.rank[x] for x in held}
+        assert ranks == {k for s, e in zip(flat[0::2], flat[1::2]) for k in range(s, e)} - {-1}
         assert held >= anc[v]
         if not r.loose[v]:
             assert held == anc[v]
         if any(r.loose[u] for u in pred[v]):
             assert r.loose[v], "a set built from a loose one is loose"
+
+
+def test_ranks_skip_the_instances_without_successors() -> None:
+    """0 -> 2, 1 isolated, 2 -> 4, 3 isolated: ranks 0, -, 1, -, 2; the set of 4 is one range."""
+    succ, pred = [[2], [], [4], [], []], [[], [], [0], [], [2]]
+    r = interval_reach(succ, pred)
+    assert r.ranges is not None and list(r.ranges.rank) == [0, -1, 1, -1, -1]
+    assert list(r.ranges.of(4)) == [0, 2] and r.before(0, 4) and not r.before(1, 4) and not r.before(3, 4)
 
 
 def test_a_wide_grid_widens_and_still_answers_exactly() -> None:
