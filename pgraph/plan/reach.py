@@ -5,16 +5,17 @@ submit to a later one (PG032 and PG013 stop the pipeline otherwise), so instance
 topological order. On a graph of at most BITSET_NODES instances `Reach` keeps the ancestor
 set of every instance as a Python-int bitset (N^2/2 bits: 36 MiB at the limit). A larger
 graph (a `--full` expansion of a 40-layer prefill has 351,091 instances: the bitsets would
-take 7.7 GB) keeps each ancestor set as sorted ranges of ids (`Reach.ranges`): a task's
-ancestors are runs of earlier submissions (every tile of a dequant phase, rows 0..t of a KV
-cache append, the whole previous layer), so a prefill window's sets hold 14-18 ranges on
-average whatever its size, and a question is one binary search. A set of more than RANGE_CAP
-ranges is widened to RANGE_CAP by filling its narrowest gaps: it then holds every ancestor and
-some non-ancestors (`loose`), and a question it answers yes is settled by a backward search
-that only enters instances whose own set holds the source (a path's every instance does), so
-every answer is exact. Under PGRAPH_REFERENCE=1 a large graph is answered by the reference,
-bounded searches instead: ids between the two ends and topological levels below the target's,
-one search per source for a batch of questions (`Reach(succ, pred)`).
+take 7.7 GB) keeps each ancestor set as sorted ranges (`RangeSets`, of ranks: the ids of the
+instances that have successors, renumbered): a task's ancestors are runs of earlier
+submissions (every tile of a dequant phase, rows 0..t of a KV-cache append, the whole previous
+layer), so the sets of a prefill hold 12 to 14 ranges on average whatever its size, and a
+question is one binary search. A set of more than RANGE_CAP ranges is widened to RANGE_CAP by
+filling its narrowest gaps: it then holds every ancestor and some non-ancestors (`loose`), and
+a yes it gives is settled by a backward search that only enters instances whose own set holds
+the source (every instance of a path does), so every answer is exact. Under PGRAPH_REFERENCE=1
+a large graph is answered by the reference, bounded searches instead: ids between the two ends
+and topological levels below the target's, one search per source for a batch of questions
+(`Reach(succ, pred)`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from pgraph.plan.base import Fact, Pass, Plan
 #: Largest graph whose ancestor sets are kept as bitsets (N^2/2 bits = 36 MiB at 24,576).
 BITSET_NODES = 24_576
 #: Most ranges one instance's ancestor set keeps above BITSET_NODES; a wider set is widened
-#: (`loose`). A prefill window's largest set has 35 (351k tasks) to 107 (1.3M tasks) ranges.
+#: (`loose`): a grid's sets grow with its side; the largest of a prefill window holds 34 ranges
+#: (351k tasks, and 34 in its --full expansion), 58 (668k tasks).
 RANGE_CAP = 256
 #: A consumer with at most this many predecessors is asked pairwise (one binary search per
 #: pair) by `implied_predecessors`; a larger fan-in merges its predecessors' ranges once.
@@ -129,7 +131,7 @@ class Reach(Fact):
     instance without predecessors, else 1 + the largest level of its predecessors). One of
     three representations answers (every answer is the same, tests/unit/test_reach.py):
     `anc`, the ancestor bitsets (graphs of at most BITSET_NODES instances); `ranges`, each
-    instance's ancestor ids as sorted half-open ranges (`RangeSets`), with `loose[v]` 1 where
+    instance's ancestors as sorted half-open ranges of ranks (`RangeSets`), `loose[v]` 1 where
     the set was widened to RANGE_CAP ranges and may hold non-ancestors (`interval_reach`); or,
     neither given, bounded searches (the reference above BITSET_NODES, PGRAPH_REFERENCE=1).
     """
