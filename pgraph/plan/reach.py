@@ -108,6 +108,19 @@ def union_ranges(parts: Iterable[Ranges], points: Iterable[int] = ()) -> list[in
     return out
 
 
+def add_range(flat: list[int], s: int, e: int) -> None:
+    """Add the range [s, e) to the flat ranges `flat` in place (merging what it overlaps or touches)."""
+    i = bisect.bisect_left(flat, s)
+    if i & 1:  # s inside a range, or at its end: start there
+        i -= 1
+        s = flat[i]
+    j = bisect.bisect_right(flat, e)
+    if j & 1:  # e inside a range, or at its start: end at its end
+        e = flat[j]
+        j += 1
+    flat[i:j] = (s, e)
+
+
 def widen(ranges: Sequence[int], cap: int) -> list[int]:
     """`ranges` (flat) reduced to at most `cap` ranges by filling the narrowest gaps: a superset."""
     k = len(ranges) // 2
@@ -394,7 +407,13 @@ def interval_reach(succ: list[list[int]], pred: list[list[int]], cap: int | None
             if loose[p]:
                 loose[v] = 1
         elif ps:
-            merged = union_ranges((flat[start[p]:start[p + 1]] for p in ps), [rank[p] for p in ps])
+            full = [p for p in ps if start[p + 1] > start[p]]
+            if len(full) > 1:
+                merged = union_ranges((flat[start[p]:start[p + 1]] for p in full), [rank[p] for p in ps])
+            else:  # one predecessor with ancestors (a row's norm), the others sources (seeds, weights)
+                merged = flat[start[full[0]]:start[full[0] + 1]].tolist() if full else []
+                for p in ps:
+                    add_range(merged, rank[p], rank[p] + 1)
             if len(merged) > 2 * cap:
                 merged = widen(merged, cap)
                 loose[v] = 1
