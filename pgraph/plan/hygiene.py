@@ -8,6 +8,7 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import Note
+from pgraph.fastpath import reference_mode
 from pgraph.kinds import PROVENANCE_FLAGS, AccessKind, CarryKind, Storage, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan, layer_share
 from pgraph.plan.reach import Reach
@@ -124,6 +125,16 @@ class FunnelPass(Pass):
 
     Route the producer into that node instead: n edges become 1 and ordering is kept
     transitively (the #682 seeds: 305 edges -> 4).
+
+    Only a common predecessor x submitted after the producer u is a fix (x < u would route
+    backwards; and x > u never precedes u, ids being a topological order), so the candidates
+    are the later predecessors of the consumer with the fewest predecessors, taken in id
+    order, each tested against the other consumers' predecessor dicts until one misses it:
+    the first candidate that all consumers share is the answer. A producer whose consumers
+    share nothing later than it (an attention tile's KV cache rows: every later query tile
+    waits on them, each on its own rows besides) costs one scan of that consumer's list,
+    not an intersection of every consumer's (~R^3 over a prefill's R row tiles). Under
+    PGRAPH_REFERENCE=1 the reference answers: that intersection, then its first later member.
     """
 
     name = "funnel"
@@ -136,32 +147,61 @@ class FunnelPass(Pass):
         for u, v in _explicit_edges(plan):
             out_edges[u].append(v)
         p = plan.program
-        reach = plan.get(Reach)
         seen: set[tuple[str, str]] = set()
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
                 continue
-            common: set[int] | None = None
-            for v in consumers:
-                preds = {w for w in g.pred[v] if w != u and g.instances[w].kind is not TaskKind.ALLOC}
-                common = preds if common is None else common & preds
-                if not common:
-                    break
-            for x in sorted(common or ()):
-                if x < u or reach.before(x, u):
-                    continue  # only route forward: x is submitted after u and does not precede it
-                if p.dispatch(g.instances[x].dispatch).tileset == p.dispatch(g.instances[u].dispatch).tileset:
-                    continue  # another task of the same declaration: a dep on itself is no fix
-                key = (g.instances[u].dispatch, g.instances[x].dispatch)
-                if key in seen:
-                    break
-                seen.add(key)
-                d = p.dispatch(g.instances[u].dispatch)
-                plan.bag.add("PG116", f"'{g.instances[u].label}' has {len(consumers)} consumers that all already "
-                             f"wait on '{g.instances[x].label}'", d.span,
-                             hint=f"make '{g.instances[x].dispatch}' depend on '{d.name}' and drop the "
-                                  f"{len(consumers)} direct edges: ordering is kept transitively")
-                break
+            x = (_common_later_reference(plan, u, consumers) if reference_mode()
+                 else self._first_common_later(plan, u, consumers))
+            if x is None:
+                continue
+            key = (g.instances[u].dispatch, g.instances[x].dispatch)
+            if key in seen:
+                continue
+            seen.add(key)
+            d = p.dispatch(g.instances[u].dispatch)
+            plan.bag.add("PG116", f"'{g.instances[u].label}' has {len(consumers)} consumers that all already "
+                         f"wait on '{g.instances[x].label}'", d.span,
+                         hint=f"make '{g.instances[x].dispatch}' depend on '{d.name}' and drop the "
+                              f"{len(consumers)} direct edges: ordering is kept transitively")
+
+    @staticmethod
+    def _first_common_later(plan: Plan, u: int, consumers: list[int]) -> int | None:
+        """The lowest id x > u, not an alloc task nor a task of u's declaration, that precedes
+        every consumer directly; None when there is none."""
+        g = plan.graph
+        pred = g.pred
+        insts = g.instances
+        p = plan.program
+        tileset = p.dispatch(insts[u].dispatch).tileset
+        first = min(consumers, key=lambda v: len(pred[v]))
+        others = [pred[v] for v in consumers if v != first]
+        for x in sorted(w for w in pred[first] if w > u):
+            if insts[x].kind is TaskKind.ALLOC or not all(x in ps for ps in others):
+                continue
+            if p.dispatch(insts[x].dispatch).tileset == tileset:
+                continue  # another task of the same declaration: a dep on itself is no fix
+            return x
+        return None
+
+
+def _common_later_reference(plan: Plan, u: int, consumers: list[int]) -> int | None:
+    """`FunnelPass._first_common_later` by its definition: the predecessors every consumer
+    shares (alloc tasks and u left out), the lowest that is later than u, does not precede it
+    and is of another declaration."""
+    g = plan.graph
+    p = plan.program
+    reach = plan.get(Reach)
+    common: set[int] | None = None
+    for v in consumers:
+        preds = {w for w in g.pred[v] if w != u and g.instances[w].kind is not TaskKind.ALLOC}
+        common = preds if common is None else common & preds
+    for x in sorted(common or ()):
+        if x < u or reach.before(x, u):
+            continue
+        if p.dispatch(g.instances[x].dispatch).tileset != p.dispatch(g.instances[u].dispatch).tileset:
+            return x
+    return None
 
 
 class DeadTaskPass(Pass):

@@ -4,7 +4,11 @@
   at least NUMPY_TOUCHES of them, and `Reach.ordered_mask` for 10,000 pairs or more once NumPy is
   loaded) beside the pure-Python sweep and `Reach.ordered_pairs`;
 - the steady-state jump of `plan/critical_path.py`'s `unrolled_length` (a windowed loop whose
-  passes all move by the same step skips to its last pass) beside evaluating every pass.
+  passes all move by the same step skips to its last pass) beside evaluating every pass;
+- `plan/reach.py`'s ancestor id ranges (graphs above BITSET_NODES; forced here for every graph,
+  with RANGE_CAP 4 so that most sets are widened and their answers searched) beside the
+  bounded searches (the references here for every graph too) and the bitsets (the default), and `plan/hygiene.py`'s funnel candidates beside the intersection of
+  every consumer's predecessors.
 
 `PGRAPH_REFERENCE=1` (pgraph.fastpath.reference_mode) runs the references. Each spec under
 specs/ and tests/ and generated programs (tests/differential/programs.py: 100 in every run,
@@ -24,7 +28,7 @@ from pgraph.backends.report import report_json
 from pgraph.diagnostics import diagnostic_json
 from pgraph.fastpath import reference_mode
 from pgraph.pipeline import Options, plan_program
-from pgraph.plan import races
+from pgraph.plan import races, reach
 from tests.conftest import ROOT
 from tests.differential.programs import RandomChooser, generate, render
 from tests.unit.test_diagnostics import spec_options
@@ -48,6 +52,7 @@ def three_ways(spec: Path, opts: Options, monkeypatch: pytest.MonkeyPatch, defau
     with monkeypatch.context() as m:
         m.setenv("PGRAPH_REFERENCE", "1")
         assert reference_mode()
+        m.setattr(reach, "BITSET_NODES", 0)  # the bounded searches (the default's are bitsets)
         reference = outcome(spec, opts)
     with monkeypatch.context() as m:
         m.delenv("PGRAPH_REFERENCE", raising=False)
@@ -55,6 +60,8 @@ def three_ways(spec: Path, opts: Options, monkeypatch: pytest.MonkeyPatch, defau
         by_default = outcome(spec, opts) if default else None
         m.setattr(races, "NUMPY_TOUCHES", 1)
         m.setattr(races, "NUMPY_LOADED_TOUCHES", 1)
+        m.setattr(reach, "BITSET_NODES", 0)
+        m.setattr(reach, "RANGE_CAP", 4)
         forced = outcome(spec, opts)
     return reference, by_default, forced
 
