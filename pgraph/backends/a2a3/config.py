@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from pgraph import records
 from pgraph.backends.target import TargetRefused
 
 #: Output layouts: name -> the folder of the orchestration source (relative to the output).
@@ -27,7 +28,8 @@ KEYS = {"devkit": {"include_dirs": "a list of folders relative to $ASCEND_HOME_P
         "output": {"layout": f"one of {', '.join(LAYOUTS)}"}}
 
 
-@attrs.frozen
+@records.value
+@attrs.frozen(repr=False, eq=False)
 class A2A3Config:
     """What the a2a3 emitter reads from the target configuration.
 
