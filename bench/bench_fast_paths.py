@@ -41,6 +41,8 @@ COMMANDS: dict[str, list[list[str]]] = {
     "reach-mask": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "tensormap-index": [["check", "bench/specs/stress_writers_20k.pgl"], ["plan", DECODE, "--full"]],
     "race-frontier": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
+    "interval-reach": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
+    "funnel-latest": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "steady-jump": [["plan", DECODE], ["plan", DECODE, "--layers", "640"]],
 }
 

@@ -20,6 +20,8 @@ FAST_PATHS: dict[str, str] = {
     "reach-mask": "Reach.ordered_mask over arrays of pairs beside Reach.ordered_pairs",
     "tensormap-index": "the interval index of live TensorMap entries per buffer (expand/tensormap.py) beside scanning every entry",
     "race-frontier": "the happens-before frontier search of a buffer with many conflicting pairs (plan/race_frontier.py) beside listing every pair",
+    "interval-reach": "above the bitset limit, reachability as ranges of ancestor ids (plan/reach.py interval_reach) beside bounded searches",
+    "funnel-latest": "the funnel pass's early exit for a producer's common later consumer (plan/hygiene.py) beside the full search",
     "steady-jump": "critical_path.unrolled_length's jump to the last pass of a steady loop beside every pass",
 }
 

@@ -151,7 +151,7 @@ class FunnelPass(Pass):
         for u, consumers in sorted(out_edges.items()):
             if len(consumers) < self.threshold or not _reported(plan, u):
                 continue
-            x = (_common_later_reference(plan, u, consumers) if reference_mode()
+            x = (_common_later_reference(plan, u, consumers) if reference_mode("funnel-latest")
                  else self._first_common_later(plan, u, consumers))
             if x is None:
                 continue

@@ -430,7 +430,7 @@ def ancestors(plan: Plan, bitset_nodes: int | None = None) -> Reach:
     succ, pred = adjacency(plan)
     limit = BITSET_NODES if bitset_nodes is None else bitset_nodes
     if len(succ) > limit:
-        return Reach(succ, pred) if reference_mode() else interval_reach(succ, pred)
+        return Reach(succ, pred) if reference_mode("interval-reach") else interval_reach(succ, pred)
     anc = [0] * len(succ)
     for v, ps in enumerate(pred):
         bits = 0
