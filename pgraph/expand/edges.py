@@ -35,14 +35,14 @@ class TileMaps:
 
     def __init__(self, st: ExpansionState) -> None:
         self.st = st
-        self.maps: dict[str, TileMap] = {}
+        self.maps: dict[str, TileMap] = st.memo_table()
         #: per dep id: (the dep, its tile set, its tile map, one entry per task)
-        self.deps: dict[int, tuple[ir.DepRef, ir.TileSet, TileMap, bool]] = {}
-        self.producer_iters: dict[tuple[str, str, tuple[int, ...]], tuple[int, ...] | None] = {}
+        self.deps: dict[int, tuple[ir.DepRef, ir.TileSet, TileMap, bool]] = st.memo_table()
+        self.producer_iters: dict[tuple[str, str, tuple[int, ...]], tuple[int, ...] | None] = st.memo_table()
 
     def tile_map(self, name: str) -> TileMap:
         """Logical tile coordinate -> (dispatch, task index) of tile set `name`."""
-        cached = self.maps.get(name) if self.st.m_tiles else None
+        cached = self.maps.get(name) if self.st.memo else None
         if cached is not None:
             return cached
         p = self.st.p
@@ -55,24 +55,24 @@ class TileMaps:
             box = {a.var: a for a in (*d.task_axes, *d.block_axes)}
             for coord in axis_values(tuple(box[a.var] for a in ts.axes)):
                 out[coord] = (dname, tuple(coord[i] for i in task_pos))
-        if self.st.m_tiles:
+        if self.st.memo:
             self.maps[name] = out
         return out
 
     def dep(self, dep: ir.DepRef) -> tuple[ir.TileSet, TileMap, bool]:
         """(tile set, tile map, one entry per task) of a tile dep."""
-        got = self.deps.get(id(dep)) if self.st.m_depinfo else None
+        got = self.deps.get(id(dep)) if self.st.memo else None
         if got is None:
             ts = self.st.p.tilesets[dep.target]
             got = (dep, ts, self.tile_map(dep.target), ts.kind in (TaskKind.AT, TaskKind.SPMD))
-            if self.st.m_depinfo:
+            if self.st.memo:
                 self.deps[id(dep)] = got  # the dep is kept alive
         return got[1], got[2], got[3]
 
     def consumer_producer_iters(self, producer: str, consumer: ir.Dispatch, consumer_iters: tuple[int, ...],
                                 iters_by_loop: dict[int, int]) -> tuple[int, ...] | None:
         """`producer_iters` of dispatch `producer` seen from `consumer` at its iterations."""
-        if not self.st.m_producers:
+        if not self.st.memo:
             return producer_iters(self.st, self.st.p.dispatch(producer), iters_by_loop)
         pk = (producer, consumer.name, consumer_iters)
         got = self.producer_iters.get(pk, _MISSING)

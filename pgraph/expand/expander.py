@@ -34,7 +34,7 @@ def build(st: ExpansionState) -> InstanceGraph:
     """The instance graph of `st`'s program under its window (the state records the issues and
     the work done)."""
     b = GraphBuilder(st.p, st.full)
-    tasks.expand_tree(tasks.Shapes(st), b, st.p.tree, (), 1)
+    tasks.expand_tree(st, b, st.p.tree, (), 1)
     edges.resolve_deps(st, b)
     b.drop_unsubmitted_dummies()
     for u, v, prov in edges.inferred_edges(st, b.instances, b.args, b.alloc_of):

@@ -3,16 +3,19 @@
 `ExpansionState` is passed explicitly to the expander's functions (`pgraph.expand.tasks`,
 `pgraph.expand.edges`); it holds what they read (the program, the window, the loop tables),
 what they record besides instances and edges (the issues met, once per source position, and
-the work done, in the units of `pgraph.expand.work`) and the fast paths of docs/architecture.md
-("Fast paths"): the compiled region and selection functions (`pgraph.expand.compiled`, beside
-the `Evaluator`) and the memo of resolved buffers per loop iteration (beside `resolve_buffer`
-at each task). Both are on unless `PGRAPH_REFERENCE=1` (`pgraph.fastpath.reference_mode`), which
-runs the references; tests/unit/test_fast_paths_expand.py holds the two ways equal.
+the work done, in the units of `pgraph.expand.work`) and the switches of two fast paths of
+docs/architecture.md ("Fast paths"): `compiled`, the region and selection functions of
+`pgraph.expand.compiled` beside the `Evaluator`, and `memo`, the expansion's memo tables (each
+compiled function made once per region and shape or per dep; the tile maps and producers'
+iterations of `pgraph.expand.edges.TileMaps`) beside making each again where it is needed.
+Both are on unless `PGRAPH_REFERENCE=1` (`pgraph.fastpath.reference_mode`), which runs the
+references; tests/unit/test_fast_paths_expand.py holds the ways equal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pgraph.expand.compiled import BoxFn, SelFn, region_function, safe_values, selection_function
 from pgraph.expand.window import make_window
@@ -28,11 +31,11 @@ from pgraph.source import Span
 class ExpansionState:
     """What the expansion of one program under one window reads, records and caches.
 
-    `compiled` (the compiled region and selection functions) and `memo` (resolved buffers kept
-    per loop nest and iteration) default to on, off under `PGRAPH_REFERENCE=1`; a test may
-    set either. `work` counts blocks, regions evaluated and dep tiles scanned
-    (`pgraph.expand.work.expansion_work` predicts it); `issues` are what the expansion could
-    not evaluate, in the order met, one per (kind, source position).
+    `compiled` (the compiled region and selection functions) and `memo` (the memo tables,
+    `memo_table`) default to on, off under `PGRAPH_REFERENCE=1`; a test may set either.
+    `work` counts blocks, regions evaluated and dep tiles scanned (`pgraph.expand.work.
+    expansion_work` predicts it); `issues` are what the expansion could not evaluate, in the
+    order met, one per (kind, source position).
     """
 
     def __init__(self, program: ir.Program, full: bool = False, window: Window | None = None, *,
@@ -43,17 +46,6 @@ class ExpansionState:
         self.window = window or make_window(program, full)
         self.compiled = not reference if compiled is None else compiled
         self.memo = not reference if memo is None else memo
-        import os  # TEMPORARY: measuring each memo
-        off = set(os.environ.get("PGRAPH_NO_MEMO", "").split(","))
-        self.m_resolved = self.memo and "resolved" not in off
-        self.m_static = self.memo and "static" not in off
-        self.m_touched = self.memo and "touched" not in off
-        self.m_box = self.memo and "box" not in off
-        self.m_tiles = self.memo and "tiles" not in off
-        self.m_producers = self.memo and "producers" not in off
-        self.m_depinfo = self.memo and "depinfo" not in off
-        self.m_fastd = self.memo and "fastd" not in off
-        self.m_sel = self.memo and "sel" not in off
         self.ev = Evaluator()
         self.loops = {lp.id: lp for lp in program.loops}
         self.scope_loops = scope_loops(program)
@@ -70,12 +62,11 @@ class ExpansionState:
         self.issues: list[Issue] = []
         self._reported: set[tuple[str, str, int, int]] = set()
         self.work = 0
-        self._fast_dispatch: dict[str, bool] = {}
-        self._box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = {}
-        self._selections: dict[int, tuple[ir.DepRef, SelFn | None]] = {}
-        # (loops, iteration) -> tensor name -> (tensor, buffer key): `resolve_buffer` depends on
-        # the values of the loops of the nest only (and the window's last iterations)
-        self._resolved: dict[tuple[tuple[int, ...], tuple[int, ...]], dict[str, tuple[str, BufferKey]]] = {}
+        self._memos: list[dict[Any, Any]] = []
+        #: (region id, shape) -> (the region, kept alive; its compiled box function)
+        self._box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = self.memo_table()
+        #: dep id -> (the dep, kept alive; its compiled selection)
+        self._selections: dict[int, tuple[ir.DepRef, SelFn | None]] = self.memo_table()
 
     def _find_sites(self, node: ir.Node, loops: tuple[int, ...]) -> None:
         if node.kind is NodeKind.ALLOC:
@@ -86,6 +77,16 @@ class ExpansionState:
                 self.nested_loops[outer].add(node.ident)  # type: ignore[arg-type]
         for c in node.children:
             self._find_sites(c, inner)  # type: ignore[arg-type]
+
+    def memo_table(self) -> dict[Any, Any]:
+        """A new memo table of this expansion (filled only when `memo` is on: `memos_used`)."""
+        table: dict[Any, Any] = {}
+        self._memos.append(table)
+        return table
+
+    def memos_used(self) -> bool:
+        """True when some memo table holds an entry."""
+        return any(self._memos)
 
     # ---- the window ----
     def iterations(self, lid: int) -> Sequence[tuple[int, int]]:
@@ -108,25 +109,6 @@ class ExpansionState:
     def buffer(self, name: str, iters_by_loop: dict[int, int]) -> tuple[str, BufferKey]:
         """Resolve a tensor or carry alias to (tensor name, buffer instance key) under this window."""
         return resolve_buffer(self.p, name, iters_by_loop, self.last_iteration)
-
-    def buffers(self, d: ir.Dispatch, names: Sequence[str], iters: tuple[int, ...]) -> list[tuple[str, BufferKey]]:
-        """`buffer` of each of `names` for dispatch `d` in iteration `iters` of its loops.
-
-        The fast path (`memo`): kept per (loop nest, iteration) and tensor name, since the
-        answer depends on the values of the nest's loops only; the reference resolves each."""
-        iters_by_loop = dict(zip(d.loops, iters))
-        if not self.m_resolved:
-            return [self.buffer(t, iters_by_loop) for t in names]
-        at = self._resolved.get((d.loops, iters))
-        if at is None:
-            at = self._resolved[(d.loops, iters)] = {}
-        out = []
-        for t in names:
-            r = at.get(t)
-            if r is None:
-                r = at[t] = self.buffer(t, iters_by_loop)
-            out.append(r)
-        return out
 
     # ---- what the expansion met ----
     def issue(self, issue: Issue, key: tuple[str, Span]) -> None:
@@ -159,32 +141,30 @@ class ExpansionState:
         path is on and `d`'s index values are small enough for it."""
         if not self.compiled:
             return False
-        fast = self._fast_dispatch.get(d.name) if self.m_fastd else None
-        if fast is None:
-            ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
-            ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
-            ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
-            fast = self._fast_dispatch[d.name] = safe_values(ranges)
-        return fast
+        ranges = [(a.lo, a.hi) for a in (*d.task_axes, *d.block_axes)]
+        ranges += [(it.lo, it.hi) for acc in d.accesses for it in acc.items]
+        ranges += [(self.loops[lid].axis.lo, self.loops[lid].axis.hi) for lid in d.loops]
+        return safe_values(ranges)
 
     def box_function(self, region: ir.RegionRef, shape: tuple[int, ...], fast: bool) -> BoxFn | None:
         """The compiled box function of `region` on `shape` (None: the Evaluator only)."""
         if not fast:
             return None
-        k = (id(region), shape)
-        if not self.m_box:
+        if not self.memo:
             return region_function(region, shape)
+        k = (id(region), shape)
         got = self._box_functions.get(k)
         if got is None:
-            got = self._box_functions[k] = (region, region_function(region, shape))  # the region is kept alive
+            got = self._box_functions[k] = (region, region_function(region, shape))
         return got[1]
 
     def selection_function(self, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet) -> SelFn | None:
         """The compiled selection of `dep` (None: the Evaluator only)."""
-        got = self._selections.get(id(dep)) if self.m_sel else None
+        got = self._selections.get(id(dep)) if self.memo else None
         if got is None:
-            fn = selection_function(dep.sels, ts.axes) if self.fast(d) else None
-            got = self._selections[id(dep)] = (dep, fn)  # the dep is kept alive
+            got = (dep, selection_function(dep.sels, ts.axes) if self.fast(d) else None)
+            if self.memo:
+                self._selections[id(dep)] = got
         return got[1]
 
     def selection(self, d: ir.Dispatch, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int]) -> list[range]:

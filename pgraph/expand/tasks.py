@@ -34,16 +34,6 @@ _Static = tuple[list[Any], list[Any], Any]
 _TaskShape = tuple[list[Any], list[Any], Any]
 
 
-class Shapes:
-    """The per-dispatch parts of `task_shape`, kept when the state's memo is on (a fast path:
-    the reference makes them at each dispatch iteration)."""
-
-    def __init__(self, st: ExpansionState) -> None:
-        self.st = st
-        self.static: dict[tuple[int, tuple[str, ...]], _Static] = {}
-        self.touched: dict[int, list[str]] = {}
-
-
 class _Where:
     """The `where` of a block's issues (`label[b=3]`), formatted only when an issue needs it."""
 
@@ -57,36 +47,35 @@ class _Where:
 
 
 # ---- the tree walk ----
-def expand_tree(sh: Shapes, b: GraphBuilder, node: ir.Node, iters: tuple[int, ...], weight: int) -> None:
+def expand_tree(st: ExpansionState, b: GraphBuilder, node: ir.Node, iters: tuple[int, ...], weight: int) -> None:
     """Add the tasks and allocations under `node` in submission order; `iters` are the values
     of the enclosing loops (outermost first), `weight` the real copies they stand for."""
-    st = sh.st
     match node.kind:
         case NodeKind.SCOPE:
-            expand_children(sh, b, node.children, iters, weight)
+            expand_children(st, b, node.children, iters, weight)
         case NodeKind.LOOP:
             assert isinstance(node.ident, int)
             for value, w in st.iterations(node.ident):
-                expand_children(sh, b, node.children, (*iters, value), weight * w)
+                expand_children(st, b, node.children, (*iters, value), weight * w)
         case NodeKind.DISPATCH:
             assert isinstance(node.ident, str)
-            emit(sh, b, st.p.dispatch(node.ident), iters, weight)
+            emit(st, b, st.p.dispatch(node.ident), iters, weight)
         case NodeKind.ALLOC:
             emit_alloc(st, b, node.ident, iters)  # type: ignore[arg-type]
         case _:
             unhandled(node.kind)
 
 
-def expand_children(sh: Shapes, b: GraphBuilder, children: tuple[ir.Node, ...], iters: tuple[int, ...],
+def expand_children(st: ExpansionState, b: GraphBuilder, children: tuple[ir.Node, ...], iters: tuple[int, ...],
                     weight: int) -> None:
     """Children in order; an `interleave` block's dispatches (consecutive) round-robin."""
-    p = sh.st.p
+    p = st.p
     i = 0
     while i < len(children):
         c = children[i]
         d = p.dispatch(c.ident) if c.kind is NodeKind.DISPATCH else None  # type: ignore[arg-type]
         if d is None or d.interleave is None:
-            expand_tree(sh, b, c, iters, weight)
+            expand_tree(st, b, c, iters, weight)
             i += 1
             continue
         j = i
@@ -100,7 +89,7 @@ def expand_children(sh: Shapes, b: GraphBuilder, children: tuple[ir.Node, ...], 
         for group in ir.interleave_groups(members):
             for index in axis_values(group[0].task_axes):
                 for member in group:
-                    emit(sh, b, member, iters, weight, index)
+                    emit(st, b, member, iters, weight, index)
         i = j
 
 
@@ -123,14 +112,13 @@ def emit_alloc(st: ExpansionState, b: GraphBuilder, key: ir.AllocKey, iters: tup
     b.add_alloc(key, tuple(tensors), values, w, calls, f"alloc@scope{group}" + iters_label(st.p, loops, values))
 
 
-def emit(sh: Shapes, b: GraphBuilder, d: ir.Dispatch, iters: tuple[int, ...], weight: int,
+def emit(st: ExpansionState, b: GraphBuilder, d: ir.Dispatch, iters: tuple[int, ...], weight: int,
          only: tuple[int, ...] | None = None) -> None:
     """Add the tasks of `d` in iteration `iters` (all its task indices, or just `only`)."""
     if d.kind is TaskKind.SPMD and d.block_count == 0:
         return  # an empty grid or wave submits nothing (e.g. N_OUT_DIRECT_BLOCKS = 0)
-    st = sh.st
     env0 = {st.loops[lid].axis.var: v for lid, v in zip(d.loops, iters)}
-    shape = task_shape(sh, d, iters) if d.kind is not TaskKind.DUMMY else None
+    shape = task_shape(st, d, iters) if d.kind is not TaskKind.DUMMY else None
     suffix = iters_label(st.p, d.loops, iters)
     head = d.name + ("[" + ",".join(f"{a.var}={{}}" for a in d.task_axes) + "]" if d.task_axes else "")
     task_vars = [a.var for a in d.task_axes]
@@ -146,29 +134,17 @@ def emit(sh: Shapes, b: GraphBuilder, d: ir.Dispatch, iters: tuple[int, ...], we
 
 
 # ---- what a task evaluates ----
-def task_shape(sh: Shapes, d: ir.Dispatch, iters: tuple[int, ...]) -> _TaskShape:
+def task_shape(st: ExpansionState, d: ir.Dispatch, iters: tuple[int, ...]) -> _TaskShape:
     """What every task of `d` in iteration `iters` of its loops evaluates: resolved buffers,
     compiled regions.
 
-    Only the buffers depend on the iteration (`ExpansionState.buffers`); the rest (shapes,
-    compiled regions, the one-block plan) depends on the dispatch and its tensor names only
-    (`static_shape`, kept per (dispatch, names) under the memo)."""
-    st = sh.st
-    touched = sh.touched.get(id(d)) if st.m_touched else None
-    if touched is None:
-        touched = [acc.region.tensor for acc in d.accesses]
-        touched += [arg.region.tensor for arg in d.args if arg.region is not None]
-        if st.m_touched:
-            sh.touched[id(d)] = touched
-    resolved = st.buffers(d, touched, iters)
-    names = tuple(r[0] for r in resolved)
-    if st.m_static:
-        key = (id(d), names)  # (the program keeps its dispatches alive)
-        static = sh.static.get(key)
-        if static is None:
-            static = sh.static[key] = static_shape(st, d, names)
-    else:
-        static = static_shape(st, d, names)
+    The buffers depend on the iteration (`ExpansionState.buffer`); the rest (shapes, compiled
+    regions, the one-block plan) on the dispatch and its tensor names only (`static_shape`)."""
+    touched = [acc.region.tensor for acc in d.accesses]
+    touched += [arg.region.tensor for arg in d.args if arg.region is not None]
+    iters_by_loop = dict(zip(d.loops, iters))
+    resolved = [st.buffer(t, iters_by_loop) for t in touched]
+    static = static_shape(st, d, tuple(r[0] for r in resolved))
     acc_static, arg_static, simple_static = static
     n = len(acc_static)
     accesses = [(kind, region, fn, shape, tname, bkey, indirect, items)
@@ -433,4 +409,4 @@ def _check_at(st: ExpansionState, d: ir.Dispatch, iters_by_loop: dict[int, int],
                     env.pop(var, None)
 
 
-__all__ = ["BufferKey", "Shapes", "check_last_iterations", "emit", "emit_alloc", "expand_tree", "task_args"]
+__all__ = ["BufferKey", "check_last_iterations", "emit", "emit_alloc", "expand_tree", "task_args"]
