@@ -139,12 +139,23 @@ def task_shape(st: ExpansionState, d: ir.Dispatch, iters: tuple[int, ...]) -> _T
     compiled regions.
 
     The buffers depend on the iteration (`ExpansionState.buffer`); the rest (shapes, compiled
-    regions, the one-block plan) on the dispatch and its tensor names only (`static_shape`)."""
-    touched = [acc.region.tensor for acc in d.accesses]
-    touched += [arg.region.tensor for arg in d.args if arg.region is not None]
+    regions, the one-block plan) on the dispatch and its tensor names only (`static_shape`,
+    made once per (dispatch, names) under the state's memo)."""
+    plans = st.dispatch_plans
+    touched = plans.get(id(d))  # (the program keeps its dispatches alive)
+    if touched is None:
+        touched = [acc.region.tensor for acc in d.accesses]
+        touched += [arg.region.tensor for arg in d.args if arg.region is not None]
+        if st.memo:
+            plans[id(d)] = touched
     iters_by_loop = dict(zip(d.loops, iters))
     resolved = [st.buffer(t, iters_by_loop) for t in touched]
-    static = static_shape(st, d, tuple(r[0] for r in resolved))
+    key = (id(d), tuple(r[0] for r in resolved))
+    static = plans.get(key)
+    if static is None:
+        static = static_shape(st, d, key[1])
+        if st.memo:
+            plans[key] = static
     acc_static, arg_static, simple_static = static
     n = len(acc_static)
     accesses = [(kind, region, fn, shape, tname, bkey, indirect, items)
