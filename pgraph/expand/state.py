@@ -67,8 +67,9 @@ class ExpansionState:
         self._box_functions: dict[tuple[int, tuple[int, ...]], tuple[ir.RegionRef, BoxFn | None]] = self.memo_table()
         #: dep id -> (the dep, kept alive; its compiled selection)
         self._selections: dict[int, tuple[ir.DepRef, SelFn | None]] = self.memo_table()
-        #: per dispatch id, the tensor names it resolves; per (dispatch id, tensor names), what
-        #: its tasks evaluate but the buffers (`pgraph.expand.tasks.task_shape`)
+        #: `pgraph.expand.tasks.task_shape`'s plans: per dispatch id, the tensor names it
+        #: resolves; per (dispatch id, tensor names), what its tasks evaluate but the buffers;
+        #: per (loop nest, iteration, None), the buffers of tensor names
         self.dispatch_plans: dict[Any, Any] = self.memo_table()
 
     def _find_sites(self, node: ir.Node, loops: tuple[int, ...]) -> None:

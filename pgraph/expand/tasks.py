@@ -138,9 +138,9 @@ def task_shape(st: ExpansionState, d: ir.Dispatch, iters: tuple[int, ...]) -> _T
     """What every task of `d` in iteration `iters` of its loops evaluates: resolved buffers,
     compiled regions.
 
-    The buffers depend on the iteration (`ExpansionState.buffer`); the rest (shapes, compiled
-    regions, the one-block plan) on the dispatch and its tensor names only (`static_shape`,
-    made once per (dispatch, names) under the state's memo)."""
+    The buffers depend on the loop iteration (`_buffers`, kept per (loop nest, iteration) under
+    the state's memo); the rest (shapes, compiled regions, the one-block plan) on the dispatch
+    and its tensor names only (`static_shape`, kept per (dispatch, names))."""
     plans = st.dispatch_plans
     touched = plans.get(id(d))  # (the program keeps its dispatches alive)
     if touched is None:
@@ -148,8 +148,7 @@ def task_shape(st: ExpansionState, d: ir.Dispatch, iters: tuple[int, ...]) -> _T
         touched += [arg.region.tensor for arg in d.args if arg.region is not None]
         if st.memo:
             plans[id(d)] = touched
-    iters_by_loop = dict(zip(d.loops, iters))
-    resolved = [st.buffer(t, iters_by_loop) for t in touched]
+    resolved = _buffers(st, d, touched, iters)
     key = (id(d), tuple(r[0] for r in resolved))
     static = plans.get(key)
     if static is None:
@@ -172,6 +171,27 @@ def task_shape(st: ExpansionState, d: ir.Dispatch, iters: tuple[int, ...]) -> _T
                    for (slot, param, indirect), (tname, bkey) in zip(arg_slots, resolved[n:])],
                   work)
     return accesses, args, simple
+
+
+def _buffers(st: ExpansionState, d: ir.Dispatch, names: list[str], iters: tuple[int, ...]
+             ) -> list[tuple[str, BufferKey]]:
+    """`ExpansionState.buffer` of each of `names` for `d` at iteration `iters` of its loops, kept
+    per (loop nest, iteration) and name under the memo (the answer depends on the values of
+    the nest's loops only, and the window)."""
+    iters_by_loop = dict(zip(d.loops, iters))
+    if not st.memo:
+        return [st.buffer(t, iters_by_loop) for t in names]
+    plans = st.dispatch_plans
+    at = plans.get((d.loops, iters, None))
+    if at is None:
+        at = plans[(d.loops, iters, None)] = {}
+    out = []
+    for t in names:
+        r = at.get(t)
+        if r is None:
+            r = at[t] = st.buffer(t, iters_by_loop)
+        out.append(r)
+    return out
 
 
 def static_shape(st: ExpansionState, d: ir.Dispatch, names: tuple[str, ...]) -> _Static:
