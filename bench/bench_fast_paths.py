@@ -43,6 +43,8 @@ COMMANDS: dict[str, list[list[str]]] = {
     "race-frontier": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "interval-reach": [["plan", DECODE, "--full"], ["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "funnel-latest": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
+    "compiled-regions": [["plan", DECODE], ["check", "bench/specs/prefill_351k.pgl"]],
+    "expander-memo": [["plan", DECODE], ["check", "bench/specs/prefill_351k.pgl"]],
     "steady-jump": [["plan", DECODE], ["plan", DECODE, "--layers", "640"]],
 }
 

@@ -164,6 +164,6 @@ def graph_text(g: InstanceGraph) -> str:
                    f"scope#{inst.scope}")
         for u in sorted(g.graph.predecessors(inst.id)):
             data = g.graph.edges[u, inst.id]
-            prov = ",".join(sorted(str(x) for x in data["prov"]))
-            out.append(f"    <- %{u} {prov}" + (f" x{data['entries']}" if data["entries"] > 1 else ""))
+            prov = ",".join(sorted(str(x) for x in data.prov))
+            out.append(f"    <- %{u} {prov}" + (f" x{data.entries}" if data.entries > 1 else ""))
     return "\n".join(out) + "\n"

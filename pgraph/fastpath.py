@@ -22,6 +22,8 @@ FAST_PATHS: dict[str, str] = {
     "race-frontier": "the happens-before frontier search of a buffer with many conflicting pairs (plan/race_frontier.py) beside listing every pair",
     "interval-reach": "above the bitset limit, reachability as ranges of ancestor ids (plan/reach.py interval_reach) beside bounded searches",
     "funnel-latest": "the funnel pass's early exit for a producer's common later consumer (plan/hygiene.py) beside the full search",
+    "compiled-regions": "region boxes and dep selections compiled to Python (expand/compiled.py) beside the ir/queries Evaluator",
+    "expander-memo": "the expander's memo tables (ExpansionState.memo_table) beside making each again",
     "steady-jump": "critical_path.unrolled_length's jump to the last pass of a steady loop beside every pass",
 }
 

@@ -22,7 +22,7 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import RULES, DiagnosticBag, Waiver
-from pgraph.expand.expander import Expander
+from pgraph.expand.expander import expand
 from pgraph.expand.window import make_window
 from pgraph.frontend import findings as frontend_findings
 from pgraph.frontend.allows import check_allows, inline_waivers
@@ -324,7 +324,7 @@ def _collector_paused() -> Iterator[None]:
 def _expand_and_plan(loaded: Loaded, program: Program, window: Window, opts: Options, bag: DiagnosticBag,
                      stage: str) -> Stopped:
     """The stages from expansion on (see `run_until`)."""
-    graph = Expander(program, opts.full, window).run()
+    graph = expand(program, opts.full, window)
     if opts.verify:
         verify.verify_graph(graph)
     if stage == "graph":
@@ -346,7 +346,7 @@ def expand_window(program: Program, window: Window, opts: Options) -> InstanceGr
     """The instance graph of a checked Program under a chosen window (the queries' expansion:
     `pgraph deps` and `why` enumerate the iterations they are asked about; no pass runs)."""
     with _collector_paused():
-        graph = Expander(program, opts.full, window).run()
+        graph = expand(program, opts.full, window)
     if opts.verify:
         verify.verify_graph(graph)
     return graph

@@ -179,7 +179,7 @@ def _primary_prov(prov: Iterable[str]) -> str | None:
 
 def _edge_prov(data: Any) -> str | None:
     """The provenance that styles one instance edge (its edge data's `prov`), None for creator edges."""
-    return _primary_prov(data.get("prov", ()))
+    return _primary_prov(data.prov)
 
 
 #: (kind, note, loop of a back-edge, trips of a back-edge)

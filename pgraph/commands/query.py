@@ -31,7 +31,7 @@ from pgraph.commands.diagnostic_options import diagnostic_options, parse_allow
 from pgraph.commands.numbers import count
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.ir import program as ir
-from pgraph.ir.instances import ArgBox, BlockAccess, EdgeData, Instance, InstanceGraph, box_intersection, boxes_overlap
+from pgraph.ir.instances import ArgBox, BlockAccess, Edge, Instance, InstanceGraph, box_intersection, boxes_overlap
 from pgraph.ir.queries import Window
 from pgraph.kinds import Direction, Provenance, TaskKind
 from pgraph.pipeline import Options, UsageError, expand_window, parse_define, plan_program, run_until
@@ -262,15 +262,15 @@ class Query:
         return [(kind.value, acc) for blk in self.graph.blocks.get(node, []) for kind, accs in blk.items()
                 for acc in accs]
 
-    def edge_text(self, u: int, v: int, data: EdgeData) -> str:
+    def edge_text(self, u: int, v: int, data: Edge) -> str:
         """Provenance, declaring line and regions of the edge u -> v."""
-        provs = sorted(data["prov"], key=lambda p: list(PROVENANCE_WORDS).index(p))
+        provs = sorted(data.prov, key=lambda p: list(PROVENANCE_WORDS).index(p))
         words = ", ".join(PROVENANCE_WORDS[p] for p in provs)
-        span = data.get("span")
-        if span is not None and data["prov"] & {Provenance.EXPLICIT, Provenance.CARRIED}:
+        span = data.span
+        if span is not None and data.prov & {Provenance.EXPLICIT, Provenance.CARRIED}:
             words += f" at {span.location()}"
         regs = self.regions(u, v)
-        if Provenance.CREATOR in data["prov"] and u in self.graph.alloc_info:
+        if Provenance.CREATOR in data.prov and u in self.graph.alloc_info:
             used = {acc.buffer[0] for _, acc in self._accesses(v)} | {a.buffer[0] for a in self.graph.args.get(v, [])}
             made = [t.name for t in self.graph.alloc_info[u][2] if t.name in used]
             regs = regs or [f"allocates {', '.join(made) or 'its buffers'}"]

@@ -1,5 +1,5 @@
 """TensorMap inference of auto-scope tasks through an interval index per buffer (the fast path
-of `edges.infer_edges`, which stays the reference under PGRAPH_REFERENCE=1).
+of `edges.inferred_edges`, which stays the reference under PGRAPH_REFERENCE=1).
 
 The reference keeps, per buffer, the list of live TensorMap entries (registered OUTPUT_EXISTING,
 INOUT and atomic-add arguments not yet replaced by a covering INOUT) and tests every lookup
@@ -19,21 +19,12 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
 
 from pgraph.ir import program as ir
-from pgraph.ir.instances import InstanceGraph, covers, flat, tensormap_overlap
+from pgraph.ir.instances import ArgBox, Instance, covers, flat, tensormap_overlap
 from pgraph.ir.queries import Box, BufferKey
 from pgraph.kinds import Direction, Provenance, ScopeMode, TaskKind
-
-
-class Expansion(Protocol):
-    """What inference needs of the running expansion (`expander.Expander`): the program and the
-    graph being built (a protocol, so that this module imports nothing of expand/)."""
-
-    p: ir.Program
-    g: InstanceGraph
 
 #: (box, producer instance, tensor name) of one live TensorMap entry.
 Entry = tuple[Box, int, str]
@@ -122,19 +113,20 @@ def _dimension(boxes: list[Box]) -> int | None:
     return max(range(rank), key=lambda d: (len({b[d] for b in boxes}), -d))
 
 
-def infer_edges(ex: Expansion, alloc_node: Callable[[Any, BufferKey], int | None]) -> None:
-    """`edges.infer_edges` with a `LiveIndex` per single-shape buffer: the same CREATOR and
-    INFERRED edges, added in the same order."""
-    p, g = ex.p, ex.g
+def inferred_edges(p: ir.Program, instances: Sequence[Instance], args: dict[int, list[ArgBox]],
+                   alloc_node: Callable[[BufferKey], int | None]) -> Iterator[tuple[int, int, Provenance]]:
+    """`edges.inferred_edges` with a `LiveIndex` per single-shape buffer: the same CREATOR and
+    INFERRED edges (producer, consumer, provenance), in the same order. `alloc_node(buffer)` is
+    the alloc task that created a buffer instance (None for external buffers)."""
     auto = []
     boxes: dict[BufferKey, list[Box]] = defaultdict(list)
     shapes: dict[BufferKey, set[tuple[int, ...]]] = defaultdict(set)
     names: dict[BufferKey, dict[str, tuple[int, ...]]] = defaultdict(dict)
-    for inst in g.instances:
+    for inst in instances:
         if inst.kind in (TaskKind.ALLOC, TaskKind.DUMMY) or p.scopes[inst.scope].mode is ScopeMode.MANUAL:
             continue
         auto.append(inst)
-        for arg in g.args.get(inst.id, []):
+        for arg in args.get(inst.id, []):
             boxes[arg.buffer].append(arg.box)
             shape = p.tensors[arg.tensor].shape
             shapes[arg.buffer].add(shape)
@@ -150,10 +142,10 @@ def infer_edges(ex: Expansion, alloc_node: Callable[[Any, BufferKey], int | None
     for inst in auto:
         me = inst.id
         register = []
-        for arg in g.args.get(me, []):
-            alloc = alloc_node(ex, arg.buffer)
+        for arg in args.get(me, []):
+            alloc = alloc_node(arg.buffer)
             if alloc is not None:
-                g.add_edge(alloc, me, Provenance.CREATOR)
+                yield alloc, me, Provenance.CREATOR
             direction = arg.param.direction
             if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
                 index = indexes[arg.buffer]
@@ -164,7 +156,7 @@ def infer_edges(ex: Expansion, alloc_node: Callable[[Any, BufferKey], int | None
                     same = tname == arg.tensor or p.tensors[tname].shape == shape
                     # across layouts the test is the flat intervals' overlap, which the index found
                     if not same or tensormap_overlap(box, tname, arg.box, arg.tensor, p):
-                        g.add_edge(producer, me, Provenance.INFERRED)
+                        yield producer, me, Provenance.INFERRED
                         if direction is not Direction.IN and same and covers(arg.box, box):
                             index.remove(n)  # an INOUT that covers the entry (same layout) replaces it
             if direction is not Direction.IN:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from pgraph.expand.compiled import BoxFn, region_function, safe_values
 from pgraph.expr import free_vars
+from pgraph.fastpath import reference_mode
 from pgraph.ir import program as ir
 from pgraph.ir.instances import boxes_overlap, flat
 from pgraph.ir.queries import AllIterations, Box, Evaluator, Window, axis_values, outlives_iteration, roots
@@ -153,6 +154,7 @@ def slabs_disjoint(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
     """
     var = loop.axis.var
     ev = Evaluator()
+    reference = reference_mode("compiled-regions")  # the compiled region functions are a fast path beside the Evaluator
     boxes: dict[str, list[tuple[int, str, tuple[tuple[int, int], ...]]]] = {}
     budget = SLAB_CHECK_BUDGET
     for d in p.dispatches:
@@ -173,7 +175,7 @@ def slabs_disjoint(p: ir.Program, loop: ir.Loop, written: set[str]) -> bool:
             if region.tensor in p.carries:
                 return False  # a tensor carry's slabs per inner iteration: expand in full
             tensor = p.tensors[region.tensor]
-            fast = region_function(region, tensor.shape) if safe_values(
+            fast = region_function(region, tensor.shape) if not reference and safe_values(
                 [(a.lo, a.hi) for a in axes] + [(loop.axis.lo, loop.axis.hi)]) else None
             for value in range(loop.axis.lo, loop.axis.hi):
                 box = _bbox(ev, fast, region, tensor.shape, axes, var, value)

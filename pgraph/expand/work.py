@@ -1,14 +1,14 @@
 """How much work an expansion will do, counted from the Program before expanding anything.
 
-The unit is what `pgraph.expand.expander.Expander` does per step and counts in `Expander.work`:
+The unit is what the expander (`pgraph.expand.expander`) does per step and counts in `ExpansionState.work`:
 one per block of a task (its index environment), one per region evaluated (each argument
 region and each item of each access, per block), and one per dep tile scanned (each tile a
-dep of each expanded instance selects, `edges.resolve_dep`). The estimate counts the tiles
+dep of each expanded instance selects, `edges.dep_producers`). The estimate counts the tiles
 each dep really selects, per task and per expanded iteration, not the tile space of its
 target: a dep selection that uses task indices or loop variables is evaluated over the
 values of the variables it uses (cheap: no region, no instance), and only a selection
 whose variables span more than DEP_ENUMERATION_BUDGET points is bounded by its target's tile
-space. tests/unit/test_scale.py checks `expansion_work` against `Expander.work`.
+space. tests/unit/test_scale.py checks `expansion_work` against `ExpansionState.work`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def instances(window: Window, d: ir.Dispatch) -> int:
 
 def last_iteration_work(p: ir.Program, window: Window, d: ir.Dispatch) -> int:
     """The bounds check of the skipped last iteration of each windowed loop around `d`
-    (`Expander.check_last_iterations`: its accesses only, the other loops at their first iteration)."""
+    (`tasks.check_last_iterations`: its accesses only, the other loops at their first iteration)."""
     if d.kind is TaskKind.DUMMY or not all(window.iterations[lid] for lid in d.loops):
         return 0
     checked = sum(1 for lid in d.loops if window.iterations[lid][-1][0] != p.loops[lid].axis.hi - 1)
@@ -125,7 +125,7 @@ def tile_dep_work(p: ir.Program, window: Window, d: ir.Dispatch, dep: ir.DepRef,
 
 
 def selected_tiles(ev: Evaluator, dep: ir.DepRef, ts: ir.TileSet, env: dict[str, int]) -> int:
-    """Tiles `dep` selects at `env`, as `edges.select_tiles` enumerates them (0 when a range
+    """Tiles `dep` selects at `env`, as `edges.dep_producers` enumerates them (0 when a range
     leaves the tile space or an expression fails: the expansion records an issue instead)."""
     try:
         ranges = ev.selection(dep.sels, ts.axes, env)

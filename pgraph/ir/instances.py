@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import attrs
 
 from pgraph import records
 from pgraph.ir import program as ir
 from pgraph.ir.queries import Box, BufferKey, axis_values
-from pgraph.kinds import DECLARED, AccessKind, Provenance, TaskKind
+from pgraph.kinds import AccessKind, Provenance, TaskKind
 from pgraph.source import Span
 
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Instance", "InstanceGraph", "axis_values"]
+__all__ = ["ArgBox", "BlockAccess", "Box", "BufferKey", "Edge", "Instance", "InstanceGraph", "axis_values"]
 
 
 @records.value
@@ -130,46 +130,71 @@ class DepIssue:
 Issue = RegionIssue | EvalIssue | DepIssue
 
 
-#: Data of one edge: {"prov": frozenset of Provenance, "entries": int, "span": Span | None}.
-EdgeData = dict[str, Any]
+class Edge(NamedTuple):
+    """One edge of the instance graph: what the entries between one producer and one consumer say.
+
+    `prov` is the set of provenances of its entries (one shared frozenset per combination,
+    `provenance_union`), `entries` the declared (explicit or carried) dep entries folded into it
+    (a TaskId named twice in one consumer's lists is two entries, pypto keeps both; the
+    TensorMap and creator entries count none), `span` the first dep that declared it (None for
+    an inferred or creator edge). Immutable: `pgraph.expand.builder.GraphBuilder` folds a
+    repeated entry by replacing the record, and the frozen `InstanceGraph` holds the last one.
+    A NamedTuple: a --full prefill makes 1.5 million of them.
+    """
+
+    prov: frozenset[Provenance]
+    entries: int
+    span: Span | None
 
 
 class InstanceGraph:
-    """Instances in submission order and the DiGraph of their edges.
+    """Instances in submission order and the edges between them, built once and then read.
 
-    Edge data: `prov` (set of Provenance), `entries` (declared dep entries folded into the
-    edge) and `span` (the first dep that declared it). The edges live in `succ` and `pred`
-    (node -> neighbour -> edge data, networkx's own layout); `graph` is a networkx DiGraph
-    over those same dicts, made when first asked for, so that `pgraph check` and `plan` never
-    import networkx (about 0.2 s of start-up) while the backends and tests keep its API and
-    edits through it (`remove_edge`, `add_edge`) show in `succ`/`pred`.
+    Made by `pgraph.expand.builder.GraphBuilder.freeze` (the expander's builder) with every
+    field; the planner passes and backends read it. The edges live in `succ` and `pred` (node ->
+    neighbour -> `Edge`, networkx's own adjacency layout); `graph` is a networkx DiGraph over
+    those same dicts, made when first asked for, so that `pgraph check` and `plan` never import
+    networkx (about 0.2 s of start-up) while the backends and tests keep its read API.
     """
 
-    def __init__(self, program: ir.Program, full: bool) -> None:
+    def __init__(self, program: ir.Program, full: bool, *, instances: list[Instance],
+                 by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int],
+                 succ: dict[int, dict[int, Edge]], pred: dict[int, dict[int, Edge]],
+                 args: dict[int, list[ArgBox]], blocks: dict[int, list[BlockAccesses]],
+                 loop_weights: dict[int, dict[int, int]],
+                 alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]],
+                 scope_loops: dict[int, tuple[int, ...]], windowed: frozenset[int], issues: list[Issue],
+                 dropped: list[tuple[str, str]]) -> None:
         self.program = program
         self.full = full
-        self.instances: list[Instance] = []
-        self.by_key: dict[tuple[str, tuple[int, ...], tuple[int, ...]], int] = {}
-        self.succ: dict[int, dict[int, EdgeData]] = {}
-        self.pred: dict[int, dict[int, EdgeData]] = {}
+        self.instances = instances
+        #: (dispatch, loop iterations, task index) -> instance id
+        self.by_key = by_key
+        self.succ = succ
+        self.pred = pred
         self._nx: nx.DiGraph | None = None
-        self.args: dict[int, list[ArgBox]] = {}
-        self.blocks: dict[int, list[BlockAccesses]] = {}
-        self.loop_weights: dict[int, dict[int, int]] = {}
-        self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
+        #: instance id -> its task-level argument boxes (tasks only, not dummies or allocs)
+        self.args = args
+        #: instance id -> per block, its accesses by kind
+        self.blocks = blocks
+        #: loop id -> expanded iteration -> the iterations it stands for
+        self.loop_weights = loop_weights
+        #: alloc instance id -> (scope id, loops of its group, the tensors it allocates)
+        self.alloc_info = alloc_info
         #: scope id -> the loops whose iterations make separate instances of that scope
-        self.scope_loops: dict[int, tuple[int, ...]] = {}
+        self.scope_loops = scope_loops
         #: loops expanded as a two-iteration window (their iterations are identical)
-        self.windowed: frozenset[int] = frozenset()
+        self.windowed = windowed
         #: what the expansion met, in the order it met it (one per source position and kind)
-        self.issues: list[Issue] = []
+        self.issues = issues
         #: (dispatch, label) of the dep-carrying dummies left out because no dep reached a task
         #: (the generated code does not submit them: `if (deps_count > 0)`)
-        self.dropped: list[tuple[str, str]] = []
+        self.dropped = dropped
 
     @property
     def graph(self) -> nx.DiGraph:
-        """The edges as a networkx DiGraph sharing `succ`/`pred` (imports networkx on first use)."""
+        """The edges as a networkx DiGraph sharing `succ`/`pred` (imports networkx on first use);
+        its edge data are `Edge` records."""
         if self._nx is None:
             import networkx as nx
 
@@ -180,14 +205,7 @@ class InstanceGraph:
             self._nx = g
         return self._nx
 
-    def add_node(self, node: int) -> None:
-        """Add instance `node` (without edges)."""
-        self.succ[node] = {}
-        self.pred[node] = {}
-        if self._nx is not None:
-            self._nx._node[node] = {}
-
-    def edges(self) -> Iterator[tuple[int, int, EdgeData]]:
+    def edges(self) -> Iterator[tuple[int, int, Edge]]:
         """Every edge (u, v, data), by producer and then consumer insertion order."""
         for u, adj in self.succ.items():
             for v, data in adj.items():
@@ -196,24 +214,6 @@ class InstanceGraph:
     def number_of_edges(self) -> int:
         """How many edges the graph has."""
         return sum(len(adj) for adj in self.succ.values())
-
-    def add_edge(self, src: int, dst: int, prov: Provenance, span: Span | None = None) -> None:
-        """Record one edge entry; repeated explicit/carried entries of a pair are duplicates.
-
-        Both ends must be instances already (`add_node`); `prov` is a shared frozenset per
-        combination of provenances.
-        """
-        counted = 1 if prov in DECLARED else 0
-        data = self.succ[src].get(dst)
-        if data is None:
-            data = {"prov": _provenance_set(_NO_PROVENANCE, prov), "entries": counted, "span": span}
-            self.succ[src][dst] = data
-            self.pred[dst][src] = data
-        else:
-            data["prov"] = _provenance_set(data["prov"], prov)
-            data["entries"] += counted
-            if data.get("span") is None:
-                data["span"] = span
 
     def instance(self, node: int) -> Instance:
         """The instance with id `node`."""
@@ -232,11 +232,11 @@ class InstanceGraph:
         return w
 
 
-_NO_PROVENANCE: frozenset[Provenance] = frozenset()
+NO_PROVENANCE: frozenset[Provenance] = frozenset()
 _PROVENANCE_SETS: dict[tuple[frozenset[Provenance], Provenance], frozenset[Provenance]] = {}
 
 
-def _provenance_set(have: frozenset[Provenance], prov: Provenance) -> frozenset[Provenance]:
+def provenance_union(have: frozenset[Provenance], prov: Provenance) -> frozenset[Provenance]:
     """`have | {prov}`, one shared object per distinct set (an edge holds one of a handful)."""
     if prov in have and type(have) is frozenset:
         return have

@@ -200,7 +200,7 @@ def submission_order(p: ir.Program) -> Iterator[tuple[ir.Dispatch, dict[str, int
     """Every task of `p` in submission order, with its loop and task index values, every loop
     iteration expanded (no regions are evaluated: this is cheap even for 40 layers).
 
-    The order is the expander's (`pgraph.expand.expander.Expander.expand_tree`): the program
+    The order is the expander's (`pgraph.expand.tasks.expand_tree`): the program
     tree in order, each scope-level loop iteration by iteration, an `interleave` block group by
     group and index by index, and an empty SPMD grid submitting nothing. (A dep-carrying dummy
     whose deps all turn out invalid is listed too: it has no kernel.)

@@ -158,6 +158,6 @@ def verify_graph(g: InstanceGraph) -> None:
     n = len(g.instances)
     for u, v, data in g.graph.edges(data=True):
         _need(0 <= u < n and 0 <= v < n and u != v, f"edge {u} -> {v} leaves the instances")
-        prov = data.get("prov", set())
+        prov = data.prov
         _need(bool(prov) and all(isinstance(x, Provenance) for x in prov), f"edge {u} -> {v} has provenance {prov}")
     _need(set(g.graph.nodes) == set(range(n)), "the graph's nodes are not the instances")

@@ -54,10 +54,10 @@ def count(plan: Plan, member: Callable[[Instance], bool], weighted: bool) -> dic
         if v not in chosen:
             continue
         w = chosen[v]
-        prov = data["prov"]
+        prov = data.prov
         if prov & DECLARED:
             out["explicit_edges"] += w
-            out["duplicate_dep_entries"] += w * max(data["entries"] - 1, 0)
+            out["duplicate_dep_entries"] += w * max(data.entries - 1, 0)
         if Provenance.INFERRED in prov:
             out["inferred_edges"] += w
     return out
@@ -110,11 +110,11 @@ class CountsPass(Pass):
                 continue
             explicit = extra = inferred = 0
             for data in preds.values():
-                declared, _, is_inferred = PROVENANCE_FLAGS[data["prov"]]
+                declared, _, is_inferred = PROVENANCE_FLAGS[data.prov]
                 if declared:
                     explicit += 1
-                    if data["entries"] > 1:
-                        extra += data["entries"] - 1
+                    if data.entries > 1:
+                        extra += data.entries - 1
                 if is_inferred:
                     inferred += 1
             w, row, lrow, lw = got

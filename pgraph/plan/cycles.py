@@ -34,9 +34,9 @@ class CyclesPass(Pass):
         cycle = cycle[back:] + cycle[:back]
         names = [g.instances[u].label for u, _ in cycle]
         first = g.graph.edges[cycle[0]]
-        notes = [Note(f"{g.instances[v].label} waits on {g.instances[u].label}", g.graph.edges[u, v].get("span"))
+        notes = [Note(f"{g.instances[v].label} waits on {g.instances[u].label}", g.graph.edges[u, v].span)
                  for u, v in cycle]
-        plan.bag.add("PG013", "dependency cycle: " + " -> ".join([*names, names[0]]), first.get("span"), notes,
+        plan.bag.add("PG013", "dependency cycle: " + " -> ".join([*names, names[0]]), first.span, notes,
                      hint="remove one of the deps in the cycle; a task cannot wait on its own consumers")
 
     @staticmethod
@@ -52,7 +52,7 @@ class CyclesPass(Pass):
             done.add(key)
             dp, dc = p.dispatch(ip.dispatch), p.dispatch(ic.dispatch)
             plan.bag.add("PG032", f"'{ic.label}' depends on '{ip.label}', which is submitted after it",
-                         g.graph.edges[producer, consumer].get("span"),
+                         g.graph.edges[producer, consumer].span,
                          [Note(f"'{ip.dispatch}' is declared here", dp.span)], hint=forward_hint(dp, dc))
 
 

@@ -62,7 +62,7 @@ def producers(plan: Plan, node: int) -> list[int]:
     g = plan.graph
     instances = g.instances
     return sorted(u for u, data in g.pred[node].items()
-                  if not data["prov"].isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
+                  if not data.prov.isdisjoint(WAIT) and instances[u].kind is not TaskKind.ALLOC)
 
 
 def flagged(plan: Plan, inst: Instance) -> bool:
@@ -143,7 +143,7 @@ class EarlyDispatchPass(Pass):
                 continue
             prods = []
             for u, data in g.pred[inst.id].items():
-                if PROVENANCE_FLAGS[data["prov"]][1] and not alloc[u]:
+                if PROVENANCE_FLAGS[data.prov][1] and not alloc[u]:
                     prods.append(u)
             prods.sort()
             if not prods:
@@ -192,7 +192,7 @@ class EarlyDispatchPass(Pass):
                 continue
             targets = consumers[iu.dispatch]
             for v, data in adj.items():
-                if not PROVENANCE_FLAGS[data["prov"]][1]:
+                if not PROVENANCE_FLAGS[data.prov][1]:
                     continue
                 targets.add(instances[v].dispatch)
                 got = status.get(v)
@@ -262,7 +262,7 @@ class DummyEffectPass(Pass):
         for inst in insts:
             for v, data in g.succ[inst.id].items():
                 consumers.add(g.instances[v].dispatch)
-                if self.candidate_without(plan, v, inst, bool(data["prov"] & WAIT), status, n_producers):
+                if self.candidate_without(plan, v, inst, bool(data.prov & WAIT), status, n_producers):
                     evicted.add(g.instances[v].dispatch)
         order = lambda n: p.dispatch(n).order  # noqa: E731
         self.report_empty(plan, name, consumers, evicted, order)

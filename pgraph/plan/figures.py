@@ -47,9 +47,9 @@ def figures(plan: Plan) -> dict[str, int]:
     creator = edges = layer_edges = 0
     for _, v, data in g.edges():
         inst = g.instances[v]
-        if Provenance.CREATOR in data["prov"]:
+        if Provenance.CREATOR in data.prov:
             creator += inst.weight
-        if data["prov"] & WAITED:
+        if data.prov & WAITED:
             edges += inst.weight
             if plan.in_layer(inst):
                 layer_edges += layer_share(plan, inst)

@@ -41,12 +41,12 @@ class DuplicateDepsPass(Pass):
         per_dispatch: dict[str, int] = defaultdict(int)
         spans: dict[str, object] = {}
         for _u, v, data in g.edges():
-            extra = data["entries"] - 1
+            extra = data.entries - 1
             inst = g.instances[v]
             if extra <= 0 or not (plan.in_layer(inst) or plan.layer_loop is None or not inst.iters):
                 continue
             per_dispatch[inst.dispatch] += extra * layer_share(plan, inst)
-            spans.setdefault(inst.dispatch, data.get("span"))
+            spans.setdefault(inst.dispatch, data.span)
         total = sum(per_dispatch.values())
         for name in sorted(per_dispatch, key=lambda n: plan.program.dispatch(n).order):
             d = plan.program.dispatch(name)
@@ -75,7 +75,7 @@ def _explicit_edges(plan: Plan) -> list[tuple[int, int]]:
     if plan.has(ExplicitEdges):
         return plan.get(ExplicitEdges).edges
     out = [(u, v) for u, adj in plan.graph.succ.items() for v, data in adj.items()
-           if PROVENANCE_FLAGS[data["prov"]][0]]
+           if PROVENANCE_FLAGS[data.prov][0]]
     plan.put(ExplicitEdges(out))
     return out
 
@@ -113,7 +113,7 @@ class RedundantEdgePass(Pass):
             # one real edge per real consumer a window copy stands for (its predecessor's copy to it)
             total += sum(layer_share(plan, g.instances[v]) for _, v in pairs)
             u, v = pairs[0]
-            span = g.succ[u][v].get("span")
+            span = g.succ[u][v].span
             plan.bag.add("PG115", f"{len(pairs)} edge(s) {du} -> {dv} are implied by other paths "
                          f"(e.g. {g.instances[u].label} -> {g.instances[v].label})", span,
                          hint="harmless for ordering; dropping it saves a fanout entry and a dep-array slot")

@@ -28,6 +28,8 @@ import networkx as nx
 from pgraph import records
 from pgraph.backends.numpy.orders import topo_order
 from pgraph.backends.numpy.runner import Execution, Session, max_diff
+from pgraph.ir.instances import Edge
+from pgraph.kinds import DECLARED
 from pgraph.plan.base import Plan
 
 #: Allowed |f32 residual difference| between legal orders of the unmutated small 2-layer
@@ -67,25 +69,36 @@ def layer0_edges(plan: Plan) -> list[tuple[int, int]]:
     g = plan.graph.graph
     out = []
     for u, v, data in g.edges(data=True):
-        if data["prov"] & {"explicit", "carried"} and plan.graph.instances[v].iters[:1] == (0,):
+        if data.prov & {"explicit", "carried"} and plan.graph.instances[v].iters[:1] == (0,):
             out.append((u, v))
     return sorted(out)
 
 
-def _drop_declared(g: nx.DiGraph, u: int, v: int) -> dict:
+def _put(g: nx.DiGraph, u: int, v: int, data: Edge) -> None:
+    """Edge (u, v) of `g` with `data` (an `Edge` record, as the instance graph holds it)."""
+    g.add_edge(u, v)
+    g._succ[u][v] = data
+    g._pred[v][u] = data
+
+
+def _drop_declared(g: nx.DiGraph, u: int, v: int) -> Edge:
     """Remove the explicit/carried entry of edge (u, v) from `g` in place (an inferred or
     creator edge between the same pair stays); returns the edge's original data."""
-    data = dict(g.edges[u, v])
-    keep = data["prov"] - {"explicit", "carried"}
+    data: Edge = g.edges[u, v]
+    keep = data.prov - DECLARED
     g.remove_edge(u, v)
     if keep:
-        g.add_edge(u, v, **{**data, "prov": set(keep)})
+        _put(g, u, v, data._replace(prov=frozenset(keep)))
     return data
 
 
 def mutated(graph: nx.DiGraph, u: int, v: int) -> nx.DiGraph:
     """A copy of `graph` without the explicit/carried entry of edge (u, v)."""
-    g = graph.copy()
+    g = nx.DiGraph()
+    g.add_nodes_from(graph)
+    for a, adj in graph.adjacency():
+        for b, data in adj.items():
+            _put(g, a, b, data)
     _drop_declared(g, u, v)
     return g
 
@@ -105,7 +118,7 @@ def without_edge(plan: Plan, u: int, v: int) -> Iterator[None]:
     finally:
         if g.has_edge(u, v):
             g.remove_edge(u, v)
-        g.add_edge(u, v, **data)
+        _put(g, u, v, data)
 
 
 @records.value

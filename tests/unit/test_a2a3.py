@@ -261,8 +261,8 @@ def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tup
     want_edges = {}
     entries: Counter[int] = Counter()
     for u, v, data in g.graph.edges(data=True):
-        want_edges[(u, v)] = sum({PROV[p] for p in data["prov"]})
-        entries[v] += data["entries"]
+        want_edges[(u, v)] = sum({PROV[p] for p in data.prov})
+        entries[v] += data.entries
     got_edges: dict[tuple[int, int], int] = {}
     for (u, v), flags in rec.edges.items():
         key = (merged[u], merged[v])

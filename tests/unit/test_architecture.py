@@ -40,11 +40,9 @@ ALLOWED = {
     "frontend": set(), "ir": set(), "lower": {"frontend", "ir"}, "expand": {"ir"},
     "plan": {"ir", "expand"}, "backends": {"ir", "plan"},
 }
-#: Import circles known and being removed on another branch, each as the set of its modules.
-#: The expander's helper functions in expand/edges.py take the Expander (a type-only import
-#: back); issue 21's expander restructure passes an explicit state instead. The lead engineer
-#: empties this list when that branch merges (test_pending_circles_still_exist says when).
-PENDING_CIRCLES: list[frozenset[str]] = [frozenset({"pgraph.expand.edges", "pgraph.expand.expander"})]
+#: Import circles known and being removed on another branch, each as the set of its modules
+#: (test_pending_circles_still_exist says when one is gone). None today.
+PENDING_CIRCLES: list[frozenset[str]] = []
 
 #: module -> (its source text, whether it is a package's __init__)
 Sources = dict[str, tuple[str, bool]]

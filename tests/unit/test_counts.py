@@ -177,7 +177,7 @@ def test_full_expansion_matches_window() -> None:
         tasks = sum(1 for i in members if g.instances[i].kind != "dummy")
         dummies = len(members) - tasks
         blocks = sum(g.instances[i].blocks for i in members)
-        edges = sum(1 for _, v, d in g.graph.edges(data=True) if v in members and d["prov"] & {"explicit", "carried"})
+        edges = sum(1 for _, v, d in g.graph.edges(data=True) if v in members and d.prov & {"explicit", "carried"})
         assert (tasks, dummies, blocks, edges) == (265, 12, 432, 588), layer
     # the window expands 2 of the 3 layers: iteration 0 plus iteration 1 weighted x2
     assert {i.iters[0] for i in window.graph.instances if i.iters} == {0, 1}

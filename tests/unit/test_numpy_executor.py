@@ -31,7 +31,7 @@ def head_small() -> Session:
 def _shape(plan) -> tuple[list, set, list]:
     ig = plan.graph
     labels = [i.label for i in ig.instances]
-    edges = {(labels[u], labels[v], frozenset(d["prov"])) for u, v, d in ig.graph.edges(data=True)}
+    edges = {(labels[u], labels[v], frozenset(d.prov)) for u, v, d in ig.graph.edges(data=True)}
     blocks = [i.blocks for i in ig.instances]
     return labels, edges, blocks
 

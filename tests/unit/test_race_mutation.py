@@ -126,7 +126,7 @@ def test_edge_deletion_mutations(head2) -> None:
     redundant: list[tuple[str, str]] = []
     for u, v in layer0:
         # delete the explicit/carried dep; an inferred edge between the same pair would stay
-        still_inferred = bool(g.edges[u, v]["prov"] - {"explicit", "carried"})
+        still_inferred = bool(g.edges[u, v].prov - {"explicit", "carried"})
         with without_edge(plan, u, v):
             planner_race = bool(find_races(plan))
         removed = (u, v) if not still_inferred else (-1, -1)

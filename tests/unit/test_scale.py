@@ -4,7 +4,7 @@ saved parser tables and the bench spec generators, each against an independent i
 - races: `conflicting_keys` against every pair tested (random boxes, views, kinds), and the
   whole `find_races` against the pre-sweep algorithm (all writer pairs, ancestor bitsets);
 - Reach: the search mode (large graphs) against the bitsets on random DAGs;
-- PG031: `expansion_work` (from the Program) equals `Expander.work` (what expanding did);
+- PG031: `expansion_work` (from the Program) equals `ExpansionState.work` (what expanding did);
 - windowed plans equal `--full` plans: diagnostics, counts, rings, TensorMap;
 - grammar/pgl.lalr: built from grammar/pgl.lark (digest, canonical LALR tables, parse trees);
 - bench/specs: the committed specs are the generators' output and submit the history's counts.
@@ -29,7 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pgraph.diagnostics import DiagnosticBag
-from pgraph.expand.expander import Expander
+from pgraph.expand.expander import build
+from pgraph.expand.state import ExpansionState
 from pgraph.expand.window import make_window
 from pgraph.expand.work import MAX_EXPANSION_WORK, expansion_work
 from pgraph.frontend import parser as pgl_parser
@@ -297,9 +298,9 @@ def _work(path: Path, opts: Options) -> tuple[int, int]:
     program = compile_program(path, opts, bag)
     assert program is not None, [d.message for d in bag.items]
     window = make_window(program, opts.full)
-    ex = Expander(program, opts.full, window)
-    ex.run()
-    return sum(expansion_work(program, window).values()), ex.work
+    st = ExpansionState(program, opts.full, window)
+    build(st)
+    return sum(expansion_work(program, window).values()), st.work
 
 
 SMALL_PREFILL = [dataclasses.replace(prefill.PHASED, name="p31", layers=3),

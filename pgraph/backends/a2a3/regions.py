@@ -1,7 +1,7 @@
 """Task-level argument views: the bounding box over a task's SPMD blocks, without block indices.
 
 The runtime sees one tensor view per kernel argument of a task. pgraph models it as the
-bounding box over the task's blocks of the per-block region (`Expander.task_args`,
+bounding box over the task's blocks of the per-block region (`pgraph.expand.tasks.task_args`,
 `ArgBox`); the C++ passes `src.view(shapes, offsets)` with exactly that box so the
 TensorMap overlap test sees the same regions. Indirect regions are their bounding box.
 

@@ -218,7 +218,7 @@ def _edges(plan: Plan, tasks: list[DepsTask], task_inst: dict[int, Instance], id
     spans: dict[tuple[int, int], Span] = {}
     want: dict[str, set[tuple[int, int]]] = {"creator": set(), "tensormap": set()}
     for u, v, data in g.edges():
-        prov = data["prov"]
+        prov = data.prov
         if Provenance.CREATOR in prov:
             want["creator"].add((u, v))
         if Provenance.INFERRED in prov:
@@ -228,13 +228,13 @@ def _edges(plan: Plan, tasks: list[DepsTask], task_inst: dict[int, Instance], id
     entries: dict[int, list[tuple[int, Region]]] = defaultdict(list)  # buffer address -> live entries
     for t in tasks:
         inst = task_inst[t.task_id]
-        preds = sorted(((u, data) for u, data in g.pred[inst.id].items() if data["prov"] & DECLARED),
+        preds = sorted(((u, data) for u, data in g.pred[inst.id].items() if data.prov & DECLARED),
                        key=lambda ud: ids[ud[0]][0] if ud[0] in ids else -1)
         for u, data in preds:
-            for _ in range(max(int(data["entries"]), 1)):
+            for _ in range(max(int(data.entries), 1)):
                 out.append(DepsEdge(ids[u][0], t.task_id, -1, "explicit", ("wait", "retain")))
-            if data.get("span") is not None:
-                spans[(ids[u][0], t.task_id)] = data["span"]
+            if data.span is not None:
+                spans[(ids[u][0], t.task_id)] = data.span
         if t.scope != ScopeMode.AUTO:
             continue
         register = []

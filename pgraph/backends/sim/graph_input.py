@@ -104,7 +104,7 @@ class _Converter:
             layer = inst.iters[inst.loops.index(self.plan.layer_loop)]
         prods = []
         for u in sorted(g.graph.predecessors(inst.id)):
-            prov = g.graph.edges[u, inst.id]["prov"]
+            prov = g.graph.edges[u, inst.id].prov
             if prov & WAIT:
                 prods.append(Producer(u, tuple(sorted(prov & WAIT))))
         if inst.dispatch in self.serial:
