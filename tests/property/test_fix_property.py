@@ -1,0 +1,249 @@
+"""Hints are fixes (issue 23): every machine fix, applied, removes its diagnostic and adds no error.
+
+A diagnostic's `fix` (the edits of its hint, `pgraph fix` applies them) is checked on four
+sources of diagnostics:
+
+- the failing specs of the corpus (tests/diagnostics/, with their `# args:`);
+- PLANTED: mistakes planted by hand in specs/ and tests/examples/ (a dep slice one tile short,
+  a dep dropped, a name misspelt, a ring written wrong, a duplicate task, ...), each a text
+  replacement in one file of the real specs;
+- mutants of specs/ and tests/examples/ (the mutation fuzz's seeded edits,
+  tests/property/test_mutation_fuzz.make_mutant) that plan with a fixable diagnostic;
+- generated programs (tests/differential/programs.generate: seeded `random.Random` programs and
+  hypothesis-drawn ones), whose races carry the race pass's fixes.
+
+For each spec, every diagnostic with a fix is applied alone (`pgraph.commands.fix.apply_fixes`,
+the edited text handed to the planner as an unsaved buffer, `Options.sources`), and then all of
+them at once, merged as `pgraph fix` merges them. After each: the diagnostic is gone (fewer
+diagnostics of its code and message), and no code has more errors than before (budget overruns,
+PG121, included). The counts (diagnostics with fixes found, fixed, failures) are printed; the
+opt-in long run (`-m slow`) checks every mutant seed and FIX_LONG generated programs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pgraph.commands.fix import apply_fixes
+from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
+from pgraph.pipeline import Options, plan_program
+from tests.conftest import ROOT
+from tests.differential.programs import DataChooser, RandomChooser, generate, render
+from tests.support import sampling
+from tests.unit.test_diagnostics import failing_specs, spec_options
+
+#: (spec, file edited, text replaced, replacement, -D overrides): mistakes an engineer editing the
+#: real specs makes. Each must plan with at least one diagnostic that has a fix (checked).
+PLANTED: tuple[tuple[str, str, str, str, tuple[tuple[str, int], ...]], ...] = (
+    # the issue's case: a dep slice one tile short (the race fix must widen the slice, not add
+    # a second dep that breaks the edge budget)
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "deps(out_proj[c*CAST_TILES +: CAST_TILES])",
+     "deps(out_proj[c*CAST_TILES +: CAST_TILES - 1])", ()),
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "deps(out_proj[c*CAST_TILES +: CAST_TILES])",
+     "deps(out_proj[c*CAST_TILES + 1 +: CAST_TILES - 1])", ()),
+    # the whole dep dropped
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "at post_rms_reduce deps(out_proj) {",
+     "at post_rms_reduce {", ()),
+    # a name misspelt, a kernel misspelt
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "deps(out_proj_dummy)", "deps(out_proj_dumy)", ()),
+    # a flag where it does not belong
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "dummy out_proj_dummy deps(fa_fused)",
+     "dummy out_proj_dummy early deps(fa_fused)", ()),
+    # a task declared twice
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl",
+     "    at post_rms_reduce deps(out_proj) {",
+     "    at post_rms_reduce deps(out_proj) { writes inv_rms_tile call post_rms_reduce(attn_proj, cur, inv_rms_tile) }\n"
+     "    at post_rms_reduce deps(out_proj) {", ()),
+)
+
+#: generated programs per run (a window of the long run's seeds) and in the long run
+FIX_SEEDS = int(os.environ.get("PGRAPH_FIX_SEEDS", "150"))
+FIX_LONG = int(os.environ.get("PGRAPH_FIX_LONG", "3000"))
+PROGRAM_WINDOW = sampling.window("fix: generated programs", FIX_LONG, FIX_SEEDS)
+#: mutation-fuzz seeds per run (most mutants have no fixable diagnostic, and are cheap)
+MUTANTS = int(os.environ.get("PGRAPH_FIX_MUTANTS", "60"))
+MUTANT_SWEEP = 10_000
+MUTANT_WINDOW = sampling.window("fix: mutants", MUTANT_SWEEP, MUTANTS)
+
+
+@attrs.define
+class Tally:
+    """Diagnostics with a fix found, fixes that did what they say, and the failures (described)."""
+
+    found: int = 0
+    fixed: int = 0
+    together: int = 0
+    codes: Counter[str] = attrs.Factory(Counter)
+    failures: list[str] = attrs.Factory(list)
+
+    def line(self, name: str) -> str:
+        codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))
+        return (f"{name}: {self.found} diagnostic(s) with a fix found, {self.fixed} fixed alone, "
+                f"{self.together} spec(s) fixed all at once, {len(self.failures)} failure(s) [{codes}]")
+
+
+def _key(d: Diagnostic) -> tuple[str, str]:
+    return (d.code, d.message)
+
+
+def _errors(bag: DiagnosticBag) -> Counter[str]:
+    return Counter(d.code for d in bag.items if d.level is Severity.ERROR)
+
+
+def _new_errors(before: Counter[str], after: Counter[str]) -> list[str]:
+    return [f"{c} {before[c]} -> {n}" for c, n in sorted(after.items()) if n > before[c]]
+
+
+def check_spec(spec: Path, opts: Options, tally: Tally, label: str) -> None:
+    """Apply each fix of `spec` alone, then all together; record what happened in `tally`."""
+    _, bag = plan_program(spec, opts)
+    diags = [d for d in bag.sorted() if d.fix is not None and d.span is not None]
+    if not diags:
+        return
+    before, keys = _errors(bag), Counter(_key(d) for d in bag.items)
+
+    def replan(fixed: list[Diagnostic]) -> tuple[DiagnosticBag, list[Diagnostic]]:
+        result = apply_fixes(fixed)
+        sources = tuple((*((p, t) for p, t in opts.sources if p not in result.texts), *result.texts.items()))
+        return plan_program(spec, attrs.evolve(opts, sources=sources))[1], result.applied
+
+    for d in diags:
+        tally.found += 1
+        tally.codes[d.code] += 1
+        after, _ = replan([d])
+        left = Counter(_key(a) for a in after.items)
+        problems = _new_errors(before, _errors(after))
+        if left[_key(d)] >= keys[_key(d)]:
+            problems.insert(0, "the diagnostic is still reported")
+        if problems:
+            tally.failures.append(f"{label}: {d.code} at {d.span.location() if d.span else '?'} "
+                                  f"({d.message[:120]}): {'; '.join(problems)}")
+        else:
+            tally.fixed += 1
+    after, applied = replan(diags)
+    left = Counter(_key(a) for a in after.items)
+    problems = _new_errors(before, _errors(after))
+    problems += [f"{k[0]} still reported ({k[1][:80]})" for k, n in Counter(_key(d) for d in applied).items()
+                 if left[k] > keys[k] - n and k[0] in {a.code for a in after.items}]
+    if problems:
+        tally.failures.append(f"{label}: all fixes at once: {'; '.join(problems)}")
+    else:
+        tally.together += 1
+
+
+def planted(spec: str, file: str, old: str, new: str, defines: tuple[tuple[str, int], ...]) -> Options:
+    path = (ROOT / file).resolve()
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, (file, old)
+    return Options(defines=defines, sources=((path, text.replace(old, new)),))
+
+
+def generated_spec(program_text: str, folder: Path, name: str) -> Path:
+    spec = folder / f"{name}.pgl"
+    spec.write_text(program_text, encoding="utf-8")
+    return spec
+
+
+# ---- the tests ---------------------------------------------------------------------------------------------
+
+def test_corpus_fixes() -> None:
+    tally = Tally()
+    for spec in failing_specs():
+        opts, _ = spec_options(spec)
+        check_spec(spec, opts, tally, spec.name)
+    print(tally.line("corpus"))
+    assert not tally.failures, "\n".join(tally.failures)
+    assert tally.found >= 15
+
+
+@pytest.mark.parametrize("case", PLANTED, ids=lambda c: c[3][:40])
+def test_planted_mistakes(case: tuple[str, str, str, str, tuple[tuple[str, int], ...]]) -> None:
+    tally = Tally()
+    check_spec(ROOT / case[0], planted(*case), tally, f"{case[1]}: {case[2]!r} -> {case[3][:60]!r}")
+    print(tally.line("planted"))
+    assert tally.found, "the planted mistake has no fixable diagnostic"
+    assert not tally.failures, "\n".join(tally.failures)
+
+
+def test_the_short_slice_is_widened_not_doubled() -> None:
+    """The issue's case: the race fix of a dep slice one tile short is the full slice, and the
+    spec's edge budget (588 <= 600 per layer) still holds after it."""
+    case = PLANTED[0]
+    _, bag = plan_program(ROOT / case[0], planted(*case))
+    races = [d for d in bag.items if d.code == "PG100"]
+    assert races and all(d.fix is not None for d in races)
+    fix = races[0].fix
+    assert fix is not None
+    assert [e.text for e in fix.edits] == ["CAST_TILES"], fix.edits
+    result = apply_fixes(races)
+    (text,) = result.texts.values()
+    assert "deps(out_proj[c*CAST_TILES +: CAST_TILES])" in text
+    _, after = plan_program(ROOT / case[0], Options(sources=tuple(result.texts.items())))
+    assert not after.has_errors, [d.message for d in after.items if d.level is Severity.ERROR]
+
+
+def _mutant_options(seed: int) -> tuple[Path, Options] | None:
+    from tests.property.test_mutation_fuzz import make_mutant
+
+    m = make_mutant(seed)
+    if "/configs/" in m.spec:
+        return None
+    return ROOT / m.spec, Options(sources=(((ROOT / m.file).resolve(), m.text),))
+
+
+def _mutants(seeds: range) -> Tally:
+    tally = Tally()
+    for seed in seeds:
+        got = _mutant_options(seed)
+        if got is not None:
+            check_spec(got[0], got[1], tally, f"mutant seed {seed}")
+    return tally
+
+
+def test_mutant_fixes() -> None:
+    print(MUTANT_WINDOW.describe())
+    tally = _mutants(MUTANT_WINDOW.cases)
+    print(tally.line("mutants"))
+    assert not tally.failures, "\n".join(tally.failures)
+
+
+def _programs(seeds: range, folder: Path) -> Tally:
+    tally = Tally()
+    for seed in seeds:
+        spec = generated_spec(render(generate(RandomChooser(seed))), folder, f"gen{seed}")
+        check_spec(spec, Options(), tally, f"generated seed {seed}")
+    return tally
+
+
+def test_generated_program_fixes(tmp_path: Path) -> None:
+    print(PROGRAM_WINDOW.describe())
+    tally = _programs(PROGRAM_WINDOW.cases, tmp_path)
+    print(tally.line("generated"))
+    assert not tally.failures, "\n".join(tally.failures)
+
+
+@settings(max_examples=int(os.environ.get("PGRAPH_FIX_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_generated_program_fixes_hypothesis(data: st.DataObject, tmp_path: Path) -> None:
+    tally = Tally()
+    spec = generated_spec(render(generate(DataChooser(data))), tmp_path, "drawn")
+    check_spec(spec, Options(), tally, "drawn program")
+    assert not tally.failures, "\n".join(tally.failures)
+
+
+@pytest.mark.slow
+def test_fixes_long(tmp_path: Path) -> None:
+    """Every mutant seed and FIX_LONG generated programs (the counts of the closing note)."""
+    programs = _programs(range(FIX_LONG), tmp_path)
+    mutants = _mutants(range(MUTANT_SWEEP))
+    print(programs.line(f"generated 0..{FIX_LONG - 1}"))
+    print(mutants.line(f"mutants 0..{MUTANT_SWEEP - 1}"))
+    assert not programs.failures + mutants.failures, "\n".join((programs.failures + mutants.failures)[:50])
