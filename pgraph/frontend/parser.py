@@ -635,8 +635,25 @@ def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         return None
 
 
+def _innermost_bracket(file: SourceFile, at: Span) -> str | None:
+    """The innermost bracket open before `at` on its line (`(` or `[`), or None."""
+    depth: list[str] = []
+    for ch in file.line(at.line)[:at.col - 1].split("#")[0]:
+        if ch in "([":
+            depth.append(ch)
+        elif ch in ")]" and depth:
+            depth.pop()
+    return depth[-1] if depth else None
+
+
 def missing_comma(file: SourceFile, at: Span) -> Fix | None:
-    """The fix of 'items in a list are separated by ,': a comma after the item before `at`."""
+    """The fix of 'items in a list are separated by ,': a comma after the item before `at`.
+
+    Not inside `[...]` (a shape, a region, a tile selection): there another item changes the
+    rank, which no other part of the spec expects (`f32[R, 16 16]` is more likely a stray word
+    than a third dimension), so the hint stays advice."""
+    if _innermost_bracket(file, at) == "[":
+        return None
     line, col = at.line, at.col - 1
     while line >= 1:
         text = file.line(line)[:col] if line == at.line else file.line(line).split("#")[0]
