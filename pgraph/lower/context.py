@@ -207,7 +207,7 @@ class LowerContext:
                      hint="each `use` declares the fragment's tasks and tensors again; use it once, or move "
                           "the declaration out of the fragment")
             return
-        hint, fix = rename_second(self.loaded, name, span)
+        hint, fix = rename_second(self.loaded, name, span, what)
         self.err("PG003", f"{what} '{name}' is declared twice", span, [Note("first declared here", first)],
                  hint=hint, fix=fix)
 

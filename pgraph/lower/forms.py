@@ -39,7 +39,7 @@ class _Forms:
         seen: dict[str, Span] = {}
         for name, span in items:
             if name in seen:
-                hint, fix = rename_second(self.loaded, name, span)
+                hint, fix = rename_second(self.loaded, name, span, what)
                 self.err("PG003", f"{what} '{name}' is declared twice", span, [Note("first declared here", seen[name])],
                          hint=hint, fix=fix)
             else:

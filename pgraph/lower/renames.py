@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import attrs
+
 from pgraph.diagnostics import Edit, Fix
 from pgraph.frontend.loader import Loaded
 from pgraph.source import Span
@@ -23,14 +25,22 @@ def free_name(loaded: Loaded, name: str) -> str:
     return f"{name}_{n}"
 
 
-def rename_second(loaded: Loaded, name: str, span: Span) -> tuple[str, Fix | None]:
-    """The hint and fix of a second declaration of `name` at `span`: rename it, to a free name.
-    What refers to `name` keeps meaning the first declaration (the second is dropped today), so
-    the rename changes no reference (renaming the first instead would send them to the second,
-    or leave a reference before it undefined: PG002). No fix when `span` is not the name itself."""
+#: What a rename of the second declaration cannot change the graph of: it submits nothing and
+#: nothing refers to it by the new name (a task, a tensor, a constant renamed would come alive:
+#: a new task racing with the first, a second buffer), so only these get a machine fix.
+INERT = frozenset({"kernel", "parameter", "index variable", "wave", "fragment"})
+
+
+def rename_second(loaded: Loaded, name: str, span: Span, what: str) -> tuple[str, Fix | None]:
+    """The hint and fix of a second declaration of `name` (a `what`) at `span`: rename it, to a
+    free name. What refers to `name` keeps meaning the first declaration (the second is dropped
+    today), so the rename changes no reference (renaming the first instead would send them to
+    the second, or leave a reference before it undefined: PG002). A fix only for INERT kinds,
+    and when `span` starts with the name (the name is what the fix rewrites)."""
     new = free_name(loaded, name)
     hint = (f"rename the second one (`{new}` is free); what refers to '{name}' keeps meaning the first, "
             "so rename a reference too where it means the second")
-    if span.line != span.end_line or span.file.line(span.line)[span.col - 1:span.end_col - 1] != name:
+    text = span.file.line(span.line)[span.col - 1:]
+    if what not in INERT or not text.startswith(name) or re.match(r"[A-Za-z0-9_]", text[len(name):len(name) + 1]):
         return hint, None
-    return hint, Fix((Edit(span, new),))
+    return hint, Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), new),))

@@ -56,11 +56,14 @@ PLANTED: tuple[tuple[str, str, str, str, tuple[tuple[str, int], ...]], ...] = (
     # a flag where it does not belong
     ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "dummy out_proj_dummy deps(fa_fused)",
      "dummy out_proj_dummy early deps(fa_fused)", ()),
-    # a task declared twice
-    ("specs/decode_layer.pgl", "specs/decode_layer.pgl",
-     "    at post_rms_reduce deps(out_proj) {",
-     "    at post_rms_reduce deps(out_proj) { writes inv_rms_tile call post_rms_reduce(attn_proj, cur, inv_rms_tile) }\n"
-     "    at post_rms_reduce deps(out_proj) {", ()),
+    # a kernel parameter declared twice (a rename of the second is the fix; a task declared
+    # twice has none: renamed, it would come alive and race with the first)
+    ("specs/decode_layer.pgl", "specs/decode_common.pgl", "  first_tile : scalar i64,\n  layer_hidden_base : scalar i64,",
+     "  first_tile : scalar i64,\n  first_tile : scalar i64,", ()),
+    # an example: a dep misspelt
+    ("tests/examples/a2a3_manual.pgl", "tests/examples/a2a3_manual.pgl", "dummy hop deps(zero)", "dummy hop deps(zeor)", ()),
+    # an example: a dep slice one tile short
+    ("tests/examples/a2a3_manual.pgl", "tests/examples/a2a3_manual.pgl", "deps(proj[c*2 +: 2])", "deps(proj[c*2 +: 1])", ()),
 )
 
 #: generated programs per run (a window of the long run's seeds) and in the long run
