@@ -25,10 +25,10 @@ def free_name(loaded: Loaded, name: str) -> str:
     return f"{name}_{n}"
 
 
-#: What a rename of the second declaration cannot change the graph of: it submits nothing and
-#: nothing refers to it by the new name (a task, a tensor, a constant renamed would come alive:
-#: a new task racing with the first, a second buffer), so only these get a machine fix.
-INERT = frozenset({"kernel", "parameter", "index variable", "wave", "fragment"})
+#: What a rename of the second declaration cannot change the graph of: nothing uses it under the
+#: new name, so it submits nothing. Anything else, renamed, comes alive: a task racing with the
+#: first, a second buffer, a parameter more than the calls pass (PG009), an axis or a wave more.
+INERT = frozenset({"kernel", "fragment"})
 
 
 def rename_second(loaded: Loaded, name: str, span: Span, what: str) -> tuple[str, Fix | None]:
@@ -36,11 +36,15 @@ def rename_second(loaded: Loaded, name: str, span: Span, what: str) -> tuple[str
     free name. What refers to `name` keeps meaning the first declaration (the second is dropped
     today), so the rename changes no reference (renaming the first instead would send them to
     the second, or leave a reference before it undefined: PG002). A fix only for INERT kinds,
-    and when `span` starts with the name (the name is what the fix rewrites)."""
+    and when the first line of `span` holds the name (the word the fix rewrites:
+    `kernel NAME`, `NAME : in ...`)."""
     new = free_name(loaded, name)
     hint = (f"rename the second one (`{new}` is free); what refers to '{name}' keeps meaning the first, "
             "so rename a reference too where it means the second")
-    text = span.file.line(span.line)[span.col - 1:]
-    if what not in INERT or not text.startswith(name) or re.match(r"[A-Za-z0-9_]", text[len(name):len(name) + 1]):
+    line = span.file.line(span.line)
+    end = span.end_col - 1 if span.end_line == span.line else len(line)
+    at = re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", line[span.col - 1:end])
+    if what not in INERT or at is None:
         return hint, None
-    return hint, Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), new),))
+    col = span.col + at.start()
+    return hint, Fix((Edit(attrs.evolve(span, col=col, end_line=span.line, end_col=col + len(name)), new),))

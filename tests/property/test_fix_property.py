@@ -56,10 +56,10 @@ PLANTED: tuple[tuple[str, str, str, str, tuple[tuple[str, int], ...]], ...] = (
     # a flag where it does not belong
     ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "dummy out_proj_dummy deps(fa_fused)",
      "dummy out_proj_dummy early deps(fa_fused)", ()),
-    # a kernel parameter declared twice (a rename of the second is the fix; a task declared
-    # twice has none: renamed, it would come alive and race with the first)
-    ("specs/decode_layer.pgl", "specs/decode_common.pgl", "  first_tile : scalar i64,\n  layer_hidden_base : scalar i64,",
-     "  first_tile : scalar i64,\n  first_tile : scalar i64,", ()),
+    # a kernel declared twice (a rename of the second is the fix; a task declared twice has
+    # none: renamed, it would come alive and race with the first)
+    ("specs/decode_layer.pgl", "specs/decode_common.pgl", "# fid 14: the direct wave",
+     "kernel out_proj aic (attn_out : in bf16[BATCH_PAD, HIDDEN])\n# fid 14: the direct wave", ()),
     # an example: a dep misspelt
     ("tests/examples/a2a3_manual.pgl", "tests/examples/a2a3_manual.pgl", "dummy hop deps(zero)", "dummy hop deps(zeor)", ()),
     # an example: a dep slice one tile short
