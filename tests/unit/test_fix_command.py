@@ -177,3 +177,29 @@ def test_pg003_renames_the_second_kernel_and_not_a_task(tmp_path: Path) -> None:
     _, bag = plan_program(write(tmp_path, tasks, "t.pgl"))
     (d,) = [d for d in bag.items if d.code == "PG003"]
     assert d.fix is None and "`seed_2`" in (d.hint or "")  # renamed, it would come alive and race
+
+
+ITERATIONS = """\
+tensor out : f32[16, 64] external
+kernel zero aiv (acc : out f32[16, 16])
+entry e {
+  manual scope {
+    for i in 0..3 {
+      at w { call zero(out[:, i*8 +: 16]) }
+    }
+  }
+}
+"""
+
+
+def test_a_race_between_iterations_names_their_own_regions_only_when_they_lack_them(tmp_path: Path) -> None:
+    # out[:, i*8 +: 16]: each iteration has its own region (it moves with i), 8 columns overlap
+    _, bag = plan_program(write(tmp_path, ITERATIONS, "moving.pgl"))
+    (d,) = [d for d in bag.items if d.code == "PG100"]
+    assert "give each iteration its own region" not in (d.hint or "")
+    assert "make the regions of the iterations disjoint" in (d.hint or "") and "`i`" in (d.hint or "")
+    assert d.fix is None  # a race across iterations has no dep to add (a carry is the fix)
+    # out[:, 0 +: 16]: every iteration writes the same columns
+    _, bag = plan_program(write(tmp_path, ITERATIONS.replace("i*8 +: 16", "0 +: 16"), "fixed.pgl"))
+    (d,) = [d for d in bag.items if d.code == "PG100"]
+    assert "give each iteration its own region" in (d.hint or "")
