@@ -140,10 +140,10 @@ def widen_selection(plan: Plan, consumer: Dispatch, producer: str,
         return set(ia) <= set(ib) and all(ib[lid] == v for lid, v in ia.items())
 
     missing: dict[int, set[int]] = defaultdict(set)
-    for a, b in pairs:
-        if not common(a, b):
+    for x, y in pairs:
+        if not common(x, y):
             return None
-        missing[b.id].add(a.id)
+        missing[y.id].add(x.id)
     producers = [i for i in plan.graph.instances if i.dispatch in ts.dispatches]
     tiles = {i.id: _tiles_of(p, i, axis) for i in producers}
     if any(r is None or not len(r) for r in tiles.values()):
@@ -159,8 +159,8 @@ def widen_selection(plan: Plan, consumer: Dispatch, producer: str,
         if not len(r):
             return None
         now[b.id] = r
-        for a in missing.get(b.id, ()):
-            t = tiles[a]
+        for aid in missing.get(b.id, ()):
+            t = tiles[aid]
             assert t is not None
             if t.stop <= r.start:
                 k = max(k, r.start - t.stop + 1)

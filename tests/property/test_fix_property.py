@@ -10,7 +10,8 @@ sources of diagnostics:
 - mutants of specs/ and tests/examples/ (the mutation fuzz's seeded edits,
   tests/property/test_mutation_fuzz.make_mutant) that plan with a fixable diagnostic;
 - generated programs (tests/differential/programs.generate: seeded `random.Random` programs and
-  hypothesis-drawn ones), whose races carry the race pass's fixes.
+  hypothesis-drawn ones), whose races carry the race pass's fixes, and the same programs with
+  one dep slice made a tile short (`short_slices`), whose races the widened slice fixes.
 
 For each spec, every diagnostic with a fix is applied alone (`pgraph.commands.fix.apply_fixes`,
 the edited text handed to the planner as an unsaved buffer, `Options.sources`), and then all of
@@ -22,6 +23,7 @@ opt-in long run (`-m slow`) checks every mutant seed and FIX_LONG generated prog
 
 from __future__ import annotations
 
+import copy as copy_module
 import os
 from collections import Counter
 from pathlib import Path
@@ -35,7 +37,7 @@ from pgraph.commands.fix import apply_fixes
 from pgraph.diagnostics import Diagnostic, DiagnosticBag, Severity
 from pgraph.pipeline import Options, plan_program
 from tests.conftest import ROOT
-from tests.differential.programs import DataChooser, RandomChooser, generate, render
+from tests.differential.programs import DataChooser, Dep, Program, RandomChooser, generate, render
 from tests.support import sampling
 from tests.unit.test_diagnostics import failing_specs, spec_options
 
@@ -81,6 +83,7 @@ class Tally:
     """Diagnostics with a fix found, fixes that did what they say, and the failures (described)."""
 
     found: int = 0
+    widened: int = 0
     fixed: int = 0
     together: int = 0
     codes: Counter[str] = attrs.Factory(Counter)
@@ -88,7 +91,8 @@ class Tally:
 
     def line(self, name: str) -> str:
         codes = ", ".join(f"{c} {n}" for c, n in sorted(self.codes.items()))
-        return (f"{name}: {self.found} diagnostic(s) with a fix found, {self.fixed} fixed alone, "
+        return (f"{name}: {self.found} diagnostic(s) with a fix found ({self.widened} a widened dep slice), "
+                f"{self.fixed} fixed alone, "
                 f"{self.together} spec(s) fixed all at once, {len(self.failures)} failure(s) [{codes}]")
 
 
@@ -119,6 +123,7 @@ def check_spec(spec: Path, opts: Options, tally: Tally, label: str) -> None:
 
     for d in diags:
         tally.found += 1
+        tally.widened += "widen the dep of" in (d.hint or "")
         tally.codes[d.code] += 1
         after, _ = replan([d])
         left = Counter(_key(a) for a in after.items)
@@ -225,6 +230,50 @@ def _programs(seeds: range, folder: Path) -> Tally:
     return tally
 
 
+def _deps(node: object) -> list[Dep]:
+    """Every Dep of a generated program's tree (tasks' and waves' deps)."""
+    if isinstance(node, Dep):
+        return [node]
+    if isinstance(node, list):
+        return [d for x in node for d in _deps(x)]
+    if attrs.has(type(node)):
+        return [d for f in attrs.fields(type(node)) for d in _deps(getattr(node, f.name))]
+    return []
+
+
+def short_slices(program: Program) -> list[Program]:
+    """Copies of `program` with one dep slice (`a..b`, `a +: n` of two or more tiles) one tile
+    short, at its end or at its start: the issue's mistake, on generated programs."""
+    out = []
+    for i, dep in enumerate(_deps(program)):
+        for j, sel in enumerate(dep.sel or ()):
+            if sel.kind in ("range", "span") and sel.b - sel.a >= 2:
+                for end in (True, False):
+                    copy = copy_module.deepcopy(program)
+                    short = _deps(copy)[i].sel[j]  # type: ignore[index]
+                    short.b, short.a = (short.b - 1, short.a) if end else (short.b, short.a + 1)
+                    out.append(copy)
+    return out
+
+
+def _short_slice_programs(seeds: range, folder: Path) -> Tally:
+    tally = Tally()
+    for seed in seeds:
+        for k, variant in enumerate(short_slices(generate(RandomChooser(seed)))):
+            spec = generated_spec(render(variant), folder, f"short{seed}_{k}")
+            check_spec(spec, Options(), tally, f"generated seed {seed}, short slice {k}")
+    return tally
+
+
+def test_short_dep_slices_of_generated_programs(tmp_path: Path) -> None:
+    """A dep slice made one tile short in generated programs: every race it causes that has a
+    fix is fixed, by the widened slice where one widening is exact."""
+    print(PROGRAM_WINDOW.describe())
+    tally = _short_slice_programs(PROGRAM_WINDOW.cases, tmp_path)
+    print(tally.line("short slices"))
+    assert not tally.failures, "\n".join(tally.failures)
+
+
 def test_generated_program_fixes(tmp_path: Path) -> None:
     print(PROGRAM_WINDOW.describe())
     tally = _programs(PROGRAM_WINDOW.cases, tmp_path)
@@ -246,7 +295,10 @@ def test_generated_program_fixes_hypothesis(data: st.DataObject, tmp_path: Path)
 def test_fixes_long(tmp_path: Path) -> None:
     """Every mutant seed and FIX_LONG generated programs (the counts of the closing note)."""
     programs = _programs(range(FIX_LONG), tmp_path)
+    short = _short_slice_programs(range(FIX_LONG), tmp_path)
     mutants = _mutants(range(MUTANT_SWEEP))
     print(programs.line(f"generated 0..{FIX_LONG - 1}"))
+    print(short.line(f"short slices of generated 0..{FIX_LONG - 1}"))
     print(mutants.line(f"mutants 0..{MUTANT_SWEEP - 1}"))
-    assert not programs.failures + mutants.failures, "\n".join((programs.failures + mutants.failures)[:50])
+    failures = programs.failures + short.failures + mutants.failures
+    assert not failures, "\n".join(failures[:50])
