@@ -62,6 +62,12 @@ PLANTED: tuple[tuple[str, str, str, str, tuple[tuple[str, int], ...]], ...] = (
     # none: renamed, it would come alive and race with the first)
     ("specs/decode_layer.pgl", "specs/decode_common.pgl", "# fid 14: the direct wave",
      "kernel out_proj aic (attn_out : in bf16[BATCH_PAD, HIDDEN])\n# fid 14: the direct wave", ()),
+    # a sync_start grid wider than the 24 clusters (PG113: the grid lowered, not sync_start dropped)
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "spmd fa_fused[b in 0..PA_DEFAULT_BLOCK_DIM] sync_start",
+     "spmd fa_fused[b in 0..PA_DEFAULT_BLOCK_DIM + 8] sync_start", ()),
+    # a ring written wrong, a TaskId declaration dropped (PG023, PG014)
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "manual scope ring 3 {", "manual scope ring 2 {", ()),
+    ("specs/decode_layer.pgl", "specs/decode_layer.pgl", "    taskids down_proj ", "    ", ()),
     # an example: a dep misspelt
     ("tests/examples/a2a3_manual.pgl", "tests/examples/a2a3_manual.pgl", "dummy hop deps(zero)", "dummy hop deps(zeor)", ()),
     # an example: a dep slice one tile short
