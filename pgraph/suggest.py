@@ -25,7 +25,22 @@ def allowed_edits(word: str) -> int:
     return 1 if len(word) <= 5 else 2 if len(word) <= 11 else 3
 
 
-def closest(word: str, candidates: Iterable[str]) -> str | None:
+class Guess(str):
+    """The answer of `closest`: the candidate, and `sole`: whether it is the only one within its
+    edit distance of the word (counting every candidate, whatever its length). A hint names the
+    guess either way; a machine fix respells only a sole guess (`TILEn` is as near `TILE` as
+    `TILES`; `yC` as near `C` as `TC`: a fix there is a coin toss, and a wrong one makes a new
+    error, a shape that no longer matches)."""
+
+    sole: bool
+
+    def __new__(cls, value: str, sole: bool) -> Guess:
+        self = super().__new__(cls, value)
+        self.sole = sole
+        return self
+
+
+def closest(word: str, candidates: Iterable[str]) -> Guess | None:
     """The candidate nearest to a misspelt `word` within `allowed_edits`, or None.
 
     Ties prefer the candidate of the same length (`cosnt` -> `const`, not `cost`), then the
@@ -33,6 +48,10 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     letter (`dep` -> `deps`), so short names such as `foo` are not taken for `for`.
     """
     limit = allowed_edits(word)
-    ranked = sorted((edit_distance(word, c), abs(len(c) - len(word)), c) for c in set(candidates)
-                    if c != word and (len(word) > 3 or len(c) != len(word)))
-    return ranked[0][2] if ranked and ranked[0][0] <= limit else None
+    pool = set(candidates) - {word}
+    ranked = sorted((edit_distance(word, c), abs(len(c) - len(word)), c) for c in pool
+                    if len(word) > 3 or len(c) != len(word))
+    if not ranked or ranked[0][0] > limit:
+        return None
+    best, _, guess = ranked[0]
+    return Guess(guess, not any(c != guess and edit_distance(word, c) <= best for c in pool))

@@ -423,8 +423,9 @@ class LowerContext:
 
 
 def respell(span: Span, name: str, guess: str | None) -> Fix | None:
-    """The fix of a 'did you mean' hint: `guess` in place of `name`, which starts `span`."""
-    if guess is None or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
+    """The fix of a 'did you mean' hint: `guess` in place of `name`, which starts `span`; none
+    when another candidate is as near (`pgraph.suggest.Guess.sole`)."""
+    if guess is None or not getattr(guess, "sole", True) or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
         return None
     return Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), guess),))
 

@@ -197,3 +197,27 @@ def widen_selection(plan: Plan, consumer: Dispatch, producer: str,
     else:
         shown = f"{new[0][2]} {'+:' if sel.kind is DimKind.EXTENT else '..'} {new[1][2]}"
     return Fix(edits), shown
+
+
+def submitted_before(plan: Plan, producer: str, consumer: Dispatch) -> bool:
+    """Whether every task of tile set `producer` is submitted before each task of `consumer` in
+    the same iteration of the loops around both: then `deps(producer)` on the consumer names
+    tasks that exist when it is submitted (an `interleave` can submit some producer tiles after
+    a consumer; the dep would then be on a later task, PG032)."""
+    p = plan.program
+    ts = p.tilesets.get(producer)
+    if ts is None:
+        return False
+    shared = [lid for lid in consumer.loops if all(lid in p.dispatch(d).loops for d in ts.dispatches)]
+    last: dict[tuple[int, ...], int] = {}
+    for i in plan.graph.instances:
+        if i.dispatch in ts.dispatches:
+            at = dict(zip(i.loops, i.iters))
+            key = tuple(at.get(lid, -1) for lid in shared)
+            last[key] = max(last.get(key, -1), i.id)
+    for i in plan.graph.instances:
+        if i.dispatch == consumer.name:
+            at = dict(zip(i.loops, i.iters))
+            if last.get(tuple(at.get(lid, -1) for lid in shared), -1) > i.id:
+                return False
+    return True

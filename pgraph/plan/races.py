@@ -28,7 +28,7 @@ from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
 from pgraph.kinds import AccessKind, Direction, InternalError, ScopeMode, TaskKind
 from pgraph.plan.base import Fact, Pass, Plan
-from pgraph.plan.fixes import add_dep, declare_taskids, fix, widen_selection
+from pgraph.plan.fixes import add_dep, declare_taskids, fix, submitted_before, widen_selection
 from pgraph.plan.reach import Reach, ancestors
 from pgraph.source import Span
 
@@ -596,7 +596,11 @@ def race_hint(plan: Plan, dpa: Dispatch, dpb: Dispatch, ia: Instance, ib: Instan
     order = [d.name for d in p.dispatches]
     same_iteration = set(dpa.loops) <= set(dpb.loops) and all(
         dict(zip(ib.loops, ib.iters)).get(lid) == v for lid, v in zip(ia.loops, ia.iters))
-    if not same_iteration or order.index(dpa.name) > order.index(dpb.name):
+    if not same_iteration or order.index(dpa.name) > order.index(dpb.name) or not submitted_before(plan, producer, dpb):
+        if same_iteration:  # some producer tasks are submitted after the consumer (an interleave)
+            return (f"order '{ia.label}' before '{ib.label}' with a dep on the producer's tiles it races with "
+                    f"(`{producer}[...]`): a dep on all of '{producer}' would name tasks submitted after "
+                    f"'{dpb.name}'"), None
         # a dep names the producer of the consumer's own iteration, declared before it: not this one
         return (f"order '{ia.label}' before '{ib.label}': a dep names the task of the consumer's own iteration, "
                 f"so carry it across the loop (`carry prev = <a task before the loop> then {producer}` and "
