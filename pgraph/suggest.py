@@ -26,11 +26,12 @@ def allowed_edits(word: str) -> int:
 
 
 class Guess(str):
-    """The answer of `closest`: the candidate, and `sole`: whether it is the only one within its
-    edit distance of the word (counting every candidate, whatever its length). A hint names the
-    guess either way; a machine fix respells only a sole guess (`TILEn` is as near `TILE` as
-    `TILES`; `yC` as near `C` as `TC`: a fix there is a coin toss, and a wrong one makes a new
-    error, a shape that no longer matches)."""
+    """The answer of `closest`: the candidate, and `sole`: whether a respelling to it is safe
+    enough to be a machine fix: the word has 5 letters or more, is one edit from the guess, and
+    no other candidate (of any length) is as near. A hint names the guess either way. `TILEn`
+    is as near `TILE` as `TILES`, `yC` as near `C` as `TC`, and a short name one edit from a
+    declared one is as often another name altogether (a deleted `const KS` is not `K`): a
+    wrong respelling makes a new error, a shape or a value that no longer fits."""
 
     sole: bool
 
@@ -54,4 +55,5 @@ def closest(word: str, candidates: Iterable[str]) -> Guess | None:
     if not ranked or ranked[0][0] > limit:
         return None
     best, _, guess = ranked[0]
-    return Guess(guess, not any(c != guess and edit_distance(word, c) <= best for c in pool))
+    sole = len(word) >= 5 and best == 1 and not any(c != guess and edit_distance(word, c) <= best for c in pool)
+    return Guess(guess, sole)

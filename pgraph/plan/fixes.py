@@ -29,7 +29,8 @@ def add_dep(ts: TileSet, producer: str) -> Edit | None:
     """Add `producer` to the deps of tile set `ts` (to its last `deps(...)`, or a new clause)."""
     if ts.deps_span is not None:
         end = ts.deps_span.end_col - 1  # the closing ')'
-        empty = ts.deps_span.file.line(ts.deps_span.end_line)[end - 2] == "("
+        line = ts.deps_span.file.line(ts.deps_span.end_line)
+        empty = line[:end - 1].rstrip().endswith("(")  # `deps()` or `deps( )`: no entry to follow
         return Edit.insert(ts.deps_span, ts.deps_span.end_line, end, producer if empty else f", {producer}")
     if ts.body_span is not None:
         return Edit.insert(ts.body_span, ts.body_span.line, ts.body_span.col, f"deps({producer}) ")
