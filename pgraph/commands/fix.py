@@ -25,6 +25,7 @@ from pathlib import Path
 
 import attrs
 
+from pgraph import records
 from pgraph.diagnostics import Diagnostic, DiagnosticBag, Edit, Fix, Severity, apply_edits, merge_fixes
 from pgraph.pipeline import Options, plan_program
 
@@ -39,7 +40,8 @@ def fixable(diags: Iterable[Diagnostic], codes: Sequence[str] = ()) -> list[Diag
             and (d.code in codes if codes else d.level is not Severity.NOTE)]
 
 
-@attrs.frozen
+@records.shared_repr
+@attrs.frozen(repr=False, eq=False)
 class FixResult:
     """What `apply_fixes` makes of a list of diagnostics: the new text of every file an applied
     fix edits (resolved path -> text as the reader holds it: no BOM, `\\n` line ends), the

@@ -535,7 +535,8 @@ def _own_region(p: Program, d: Dispatch, tensor: str, ia: Instance, ib: Instance
     return "give each iteration its own region"
 
 
-@attrs.frozen(eq=False)
+@records.shared_repr
+@attrs.frozen(repr=False, eq=False)
 class RacePairs(Fact):
     """The races as (earlier, later) instance pairs by (earlier, later) dispatch: what the hint of
     one dispatch pair's race reads (`race_hint`), built once per plan from its Races."""
