@@ -184,6 +184,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if want("fmt"):
         fmt.add_argument("files", nargs="+", metavar="FILE", help="the .pgl files")
         fmt.add_argument("--check", action="store_true", help="write nothing; exit 1 when a file would change")
+    fix = sub.add_parser("fix", help="apply the machine fixes of a spec's diagnostics (the hints that are edits)")
+    if want("fix"):
+        _spec(fix)
+        fix.add_argument("--code", dest="codes", action="append", default=[], metavar="CODE",
+                         help="fix only the diagnostics of CODE (PG100 or its slug race; repeatable), notes included")
+        fix.add_argument("--dry-run", action="store_true",
+                         help="print the change as a unified diff on stdout and write nothing")
     lsp = sub.add_parser("lsp", help="a language server on stdin/stdout for editors: diagnostics, hover, "
                                      "go-to-definition (needs pip install 'pgraph[lsp]')")
     if want("lsp"):
@@ -629,6 +636,21 @@ def cmd_fmt(args: argparse.Namespace) -> int:
     return run(args, _emit_diagnostics, write)
 
 
+def cmd_fix(args: argparse.Namespace) -> int:
+    """`pgraph fix`: apply the machine fixes (pgraph.commands.fix)."""
+    from pgraph.backends.output import write_atomic
+    from pgraph.commands.fix import run
+
+    def write(path: Path, text: str) -> None:
+        _write_or_usage_error(lambda: write_atomic(path, text), str(path))
+
+    try:
+        args.codes = list(parse_allow(args.codes))
+    except UsageError as err:
+        raise UsageError(str(err).replace("--allow", "--code", 1)) from None
+    return run(args, _options(args), lambda bag: _emit_diagnostics(bag, notes=args.notes), write)
+
+
 def cmd_lsp(args: argparse.Namespace) -> int:
     """`pgraph lsp`: the language server (pgraph.commands.lsp) until the editor closes it."""
     from pgraph.commands.lsp import serve
@@ -641,7 +663,7 @@ def cmd_lsp(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check, "plan": cmd_plan, "run": cmd_run, "build": cmd_build, "sim": cmd_sim, "explain": cmd_explain,
     "export": cmd_export, "import": cmd_import, "diff": cmd_diff,
-    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt, "lsp": cmd_lsp,
+    "deps": cmd_query, "why": cmd_query, "stats": cmd_query, "fmt": cmd_fmt, "fix": cmd_fix, "lsp": cmd_lsp,
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -508,3 +509,85 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
         a, b = offset(e.span.line, e.span.col), offset(e.span.end_line, e.span.end_col)
         out = out[:a] + e.text + out[b:]
     return out
+
+
+#: Inserted texts that `merge_fixes` joins when several fixes insert at one position: a new
+#: `deps(...)` clause, an entry appended to a deps list, a `taskids` declaration.
+_JOINABLE = (
+    (re.compile(r"^deps\((.+)\) $"), "deps({}) "),
+    (re.compile(r"^ deps\((.+)\)$"), " deps({})"),
+    (re.compile(r"^ taskids (.+)$"), " taskids {}"),
+    (re.compile(r"^, (.+)$"), ", {}"),
+)
+
+
+def _join_inserts(texts: Sequence[str]) -> str:
+    """One text for several insertions at one position: a `deps(a) ` and a `deps(b) ` become
+    `deps(a, b) ` (likewise `, a` + `, b`, ` taskids a` + ` taskids b`); texts of no common form
+    are written one after the other. Each entry is kept once."""
+    for pattern, form in _JOINABLE:
+        matches = [pattern.match(t) for t in texts]
+        if all(matches):
+            items: list[str] = []
+            for m in matches:
+                assert m is not None
+                items.extend(x for x in (s.strip() for s in m.group(1).split(",")) if x not in items)
+            return form.format(", ".join(items))
+    return "".join(dict.fromkeys(texts))
+
+
+def _edit_key(e: Edit) -> tuple[str, int, int, int, int]:
+    path = e.span.file.path
+    return (str(path.resolve()) if path is not None else e.span.filename,
+            e.span.line, e.span.col, e.span.end_line, e.span.end_col)
+
+
+def merge_fixes(fixes: Sequence[Fix]) -> tuple[list[Edit], list[int]]:
+    """The edits of several fixes as one set that applies cleanly, and the fixes left out.
+
+    Fixes are taken in order, each whole or not at all. An edit equal to one taken already
+    (same span, same text) is taken once; insertions at one position are joined (`_join_inserts`:
+    three diagnostics that each add `deps(seed) ` before one body add it once, and `deps(a) ` and
+    `deps(b) ` become `deps(a, b) `); a fix with an edit that overlaps a different edit taken
+    before it (or two of its own that do) is left out, and its index returned, so that a later
+    run of `pgraph fix`, on the spec as this one leaves it, can offer it again.
+    """
+    taken: dict[tuple[str, int, int, int, int], Edit] = {}
+    inserts: dict[tuple[str, int, int, int, int], list[str]] = {}
+    skipped: list[int] = []
+
+    def overlaps(k: tuple[str, int, int, int, int], other: tuple[str, int, int, int, int]) -> bool:
+        if k[0] != other[0]:
+            return False
+        a, b, c, d = (k[1], k[2]), (k[3], k[4]), (other[1], other[2]), (other[3], other[4])
+        if a == b or c == d:  # an insertion conflicts only with a replacement strictly around it
+            point, (lo, hi) = (a, (c, d)) if a == b else (c, (a, b))
+            return lo < point < hi
+        return a < d and c < b
+
+    for i, f in enumerate(fixes):
+        new: dict[tuple[str, int, int, int, int], Edit] = {}
+        ok = True
+        for e in f.edits:
+            k = _edit_key(e)
+            if k[1:3] != k[3:5] and any(o == k and x.text != e.text for o, x in (*taken.items(), *new.items())):
+                ok = False  # another text for the same span
+            elif any(o != k and overlaps(k, o) for o in (*taken, *new)):
+                ok = False
+            if not ok:
+                break
+            if k in new and k[1:3] == k[3:5] and new[k].text != e.text:  # one fix inserting twice at one place
+                e = attrs.evolve(e, text=new[k].text + e.text)
+            new[k] = e
+        if not ok:
+            skipped.append(i)
+            continue
+        for k, e in new.items():
+            if k[1:3] == k[3:5]:
+                texts = inserts.setdefault(k, [])
+                if e.text not in texts:
+                    texts.append(e.text)
+                taken[k] = attrs.evolve(e, text=_join_inserts(texts))
+            else:
+                taken[k] = e
+    return list(taken.values()), skipped

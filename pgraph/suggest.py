@@ -25,7 +25,23 @@ def allowed_edits(word: str) -> int:
     return 1 if len(word) <= 5 else 2 if len(word) <= 11 else 3
 
 
-def closest(word: str, candidates: Iterable[str]) -> str | None:
+class Guess(str):
+    """The answer of `closest`: the candidate, and `sole`: whether a respelling to it is safe
+    enough to be a machine fix: the word has 5 letters or more, is one edit from the guess, and
+    no other candidate (of any length) is as near. A hint names the guess either way. `TILEn`
+    is as near `TILE` as `TILES`, `yC` as near `C` as `TC`, and a short name one edit from a
+    declared one is as often another name altogether (a deleted `const KS` is not `K`): a
+    wrong respelling makes a new error, a shape or a value that no longer fits."""
+
+    sole: bool
+
+    def __new__(cls, value: str, sole: bool) -> Guess:
+        self = super().__new__(cls, value)
+        self.sole = sole
+        return self
+
+
+def closest(word: str, candidates: Iterable[str]) -> Guess | None:
     """The candidate nearest to a misspelt `word` within `allowed_edits`, or None.
 
     Ties prefer the candidate of the same length (`cosnt` -> `const`, not `cost`), then the
@@ -33,6 +49,11 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     letter (`dep` -> `deps`), so short names such as `foo` are not taken for `for`.
     """
     limit = allowed_edits(word)
-    ranked = sorted((edit_distance(word, c), abs(len(c) - len(word)), c) for c in set(candidates)
-                    if c != word and (len(word) > 3 or len(c) != len(word)))
-    return ranked[0][2] if ranked and ranked[0][0] <= limit else None
+    pool = set(candidates) - {word}
+    ranked = sorted((edit_distance(word, c), abs(len(c) - len(word)), c) for c in pool
+                    if len(word) > 3 or len(c) != len(word))
+    if not ranked or ranked[0][0] > limit:
+        return None
+    best, _, guess = ranked[0]
+    sole = len(word) >= 5 and best == 1 and not any(c != guess and edit_distance(word, c) <= best for c in pool)
+    return Guess(guess, sole)

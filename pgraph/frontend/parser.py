@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable
@@ -636,8 +637,80 @@ def _parse_with_lark(file: SourceFile, bag: DiagnosticBag) -> ast.Module | None:
         return None
 
 
+def _offset(file: SourceFile, line: int, col: int) -> int:
+    """The offset in `file.text` of 1-based (line, col)."""
+    return sum(len(x) + 1 for x in file.text.split("\n")[:line - 1]) + col - 1
+
+
+def _innermost_bracket(text: str, end: int) -> int | None:
+    """The offset of the innermost `(` or `[` still open at offset `end` (comments skipped)."""
+    depth: list[int] = []
+    i = 0
+    while i < end:
+        ch = text[i]
+        if ch == "#":
+            nl = text.find("\n", i)
+            i = end if nl < 0 else nl
+            continue
+        if ch in "([":
+            depth.append(i)
+        elif ch in ")]" and depth:
+            depth.pop()
+        i += 1
+    return depth[-1] if depth else None
+
+
+def _items(text: str, open_at: int) -> int | None:
+    """How many comma-separated items the bracket opened at `open_at` holds (a trailing comma
+    ends none), or None when it is never closed."""
+    depth, commas, seen, i = 0, 0, False, open_at + 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "#":
+            nl = text.find("\n", i)
+            i = len(text) if nl < 0 else nl
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return commas + (1 if seen else 0)
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas, seen = commas + 1, False
+            i += 1
+            continue
+        if not ch.isspace():
+            seen = True
+        i += 1
+    return None
+
+
+_CALL = re.compile(r"\bcall\s+([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*$")
+
+
 def missing_comma(file: SourceFile, at: Span) -> Fix | None:
-    """The fix of 'items in a list are separated by ,': a comma after the item before `at`."""
+    """The fix of 'items in a list are separated by ,': a comma after the item before `at`.
+
+    Only where the comma cannot break a count something else must match: not inside `[...]`
+    (a shape, a region, a tile selection: the rank), and in a `call`'s arguments only when the
+    kernel is declared in the same file and takes as many parameters as the call then passes.
+    Elsewhere `f32[R, 16 16]` or `call k(a w w)` is as likely a stray word, and the hint stays
+    advice."""
+    text = file.text
+    pos = _offset(file, at.line, at.col)
+    inner = _innermost_bracket(text, pos)
+    if inner is not None and text[inner] == "[":
+        return None
+    if inner is not None:
+        call = _CALL.search(text[text.rfind("\n", 0, inner) + 1:inner])
+        if call is not None:
+            decl = re.search(rf"^\s*kernel\s+{re.escape(call.group(1))}\s+[a-z]+\s*\(", text, re.M)
+            if call.group(2) is not None or decl is None:
+                return None
+            params, args = _items(text, decl.end() - 1), _items(text, inner)
+            if params is None or args is None or args + 1 != params:
+                return None
     line, col = at.line, at.col - 1
     while line >= 1:
         text = file.line(line)[:col] if line == at.line else file.line(line).split("#")[0]

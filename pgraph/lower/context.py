@@ -38,6 +38,7 @@ from pgraph.ir import program as ir
 from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
 from pgraph.kinds import CarryKind, NodeKind, ScopeKind, ScopeMode
 from pgraph.lower.fragments import FragmentTable
+from pgraph.lower.renames import rename_second
 from pgraph.source import Span
 from pgraph.suggest import closest
 
@@ -206,8 +207,9 @@ class LowerContext:
                      hint="each `use` declares the fragment's tasks and tensors again; use it once, or move "
                           "the declaration out of the fragment")
             return
-        self.err("PG003", f"{what} '{name}' is declared twice", span,
-                 [Note("first declared here", first)], hint="rename one of them")
+        hint, fix = rename_second(self.loaded, name, span, what)
+        self.err("PG003", f"{what} '{name}' is declared twice", span, [Note("first declared here", first)],
+                 hint=hint, fix=fix)
 
     # ---- constants ----
     def const_value(self, name: str) -> int | None:
@@ -422,8 +424,9 @@ class LowerContext:
 
 
 def respell(span: Span, name: str, guess: str | None) -> Fix | None:
-    """The fix of a 'did you mean' hint: `guess` in place of `name`, which starts `span`."""
-    if guess is None or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
+    """The fix of a 'did you mean' hint: `guess` in place of `name`, which starts `span`; none
+    when another candidate is as near (`pgraph.suggest.Guess.sole`)."""
+    if guess is None or not getattr(guess, "sole", True) or span.file.line(span.line)[span.col - 1:span.col - 1 + len(name)] != name:
         return None
     return Fix((Edit(attrs.evolve(span, end_line=span.line, end_col=span.col + len(name)), guess),))
 

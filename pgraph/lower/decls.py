@@ -224,6 +224,15 @@ def lower_assert(ctx: LowerContext, item: ast.Assert, env: Env) -> None:
         ctx.asserts.append(ir.AssertStmt(folded, item.expr, item.message, item.span))
 
 
+def _declared_before(ctx: LowerContext, task: str, at: Span) -> bool:
+    """Whether task (or task carry) `task` is declared before `at`, or in another file: a dep
+    respelled to a task declared after its consumer would be a dep on a later task (PG032)."""
+    decl = ctx.tilesets.get(task) or ctx.carries.get(task)
+    if decl is None or decl.span.filename != at.filename:
+        return True
+    return (decl.span.line, decl.span.col) < (at.line, at.col)
+
+
 def declare_carry(ctx: LowerContext, c: ast.CarryItem) -> ir.Carry | None:
     """A loop carry `name = init then next`; its kind follows `init` (a task or a tensor)."""
     if c.name in ctx.carries or c.name in ctx.tilesets or c.name in ctx.tensors:
@@ -278,4 +287,4 @@ def unknown_dep(ctx: LowerContext, consumer: str, dep: ir.DepRef) -> None:
     ctx.err("PG002", f"'{consumer}' depends on '{dep.target}', which is not a declared task", dep.span,
             hint=f"did you mean '{guess}'?" if guess else
             "deps name tasks declared in the entry (at/spmd/parallel/dummy/tiles) or a task carry",
-            fix=respell(dep.span, dep.target, guess))
+            fix=respell(dep.span, dep.target, guess) if guess is None or _declared_before(ctx, guess, dep.span) else None)

@@ -22,6 +22,7 @@ from pgraph.findings import AtIndexSpace, MissingIndexSpace, NoWave, UnitSuffix
 from pgraph.frontend import ast
 from pgraph.frontend.loader import Loaded
 from pgraph.kinds import Direction, Flag, TaskKind, unhandled
+from pgraph.lower.renames import rename_second
 from pgraph.source import Span
 
 
@@ -38,8 +39,9 @@ class _Forms:
         seen: dict[str, Span] = {}
         for name, span in items:
             if name in seen:
+                hint, fix = rename_second(self.loaded, name, span, what)
                 self.err("PG003", f"{what} '{name}' is declared twice", span, [Note("first declared here", seen[name])],
-                         hint="rename one of them")
+                         hint=hint, fix=fix)
             else:
                 seen[name] = span
 

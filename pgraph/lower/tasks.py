@@ -264,7 +264,7 @@ def lower_call(ctx: LowerContext, call: ast.Call, env: Env, explicit: list[ir.Ac
         name_span = attrs.evolve(call.span, col=at, end_line=call.span.line, end_col=at + len(call.kernel))
         ctx.err("PG002", f"kernel '{call.kernel}' is not declared", call.span,
                 hint=f"did you mean '{guess}'?" if guess else "declare it with `kernel NAME aic|aiv|mix (params)`",
-                fix=respell(name_span, call.kernel, guess) if at > 0 else None)
+                fix=respell(name_span, call.kernel, guess) if at > 0 and _arity(ctx, guess) == len(call.args) else None)
         return None
     elif call.index is not None:
         ctx.bag.found(KernelTakesNoIndex(span=call.index.span, kernel=call.kernel))
@@ -396,3 +396,15 @@ def accesses_for(ctx: LowerContext, args: list[ir.Arg], explicit: list[ir.Access
         for kind in DIRECTION_ACCESSES[arg.param.direction]:
             out.append(ir.Access(kind, arg.region, (), arg.span))
     return out
+
+
+def _arity(ctx: LowerContext, name: str | None) -> int | None:
+    """The parameter count of kernel (or kernel table) `name`; None when it is neither. A PG002
+    respelling is a machine fix only when the call then passes the kernel's count (else the fix
+    would trade PG002 for PG009)."""
+    if name is None:
+        return None
+    if name in ctx.kernel_tables:
+        name = ctx.kernel_tables[name].members[0]
+    kernel = ctx.kernels.get(name)
+    return None if kernel is None else len(kernel.params)

@@ -11,11 +11,20 @@ every one of these; checking them here is what lets `pgraph check` promise a bui
 from __future__ import annotations
 
 from pgraph.diagnostics import DiagnosticBag, Edit, Fix
-from pgraph.ir.program import Program
-from pgraph.kinds import Core, Flag, Storage, TaskKind
+from pgraph.ir.program import Dispatch, Program
+from pgraph.kinds import Core, Storage, TaskKind
 from pgraph.plan.base import Pass, Plan, ProgramCheck
 
 U32 = 2**32
+
+
+def _at_most(d: Dispatch, blocks: int) -> Fix | None:
+    """The fix 'use at most `blocks` blocks' of a grid over one block axis: its upper bound lowered
+    (dropping sync_start instead would let blocks that touch one region race: PG102)."""
+    if len(d.block_axes) != 1:
+        return None
+    a = d.block_axes[0]
+    return Fix((Edit(a.span, f"{a.var} in {a.lo}..{a.lo + blocks}"),))
 
 
 class TaskLimitsCheck(ProgramCheck):
@@ -34,12 +43,11 @@ class TaskLimitsCheck(ProgramCheck):
             if d.sync_start and blocks > 1:
                 limit, what = (t["aiv"], "AIV cores") if core is Core.AIV else (t["clusters"], "clusters")
                 if blocks > limit:
-                    spans = [s for f, s in d.flag_spans if f is Flag.SYNC_START]
                     bag.add("PG113", f"sync_start grid '{d.name}' has {blocks} blocks but only {limit} {what} "
                             "can start together", d.span,
                             hint="REQUIRE_SYNC_START_INVALID (code 7): a sync_start cohort launches all-or-nothing; "
                                  f"use at most {limit} blocks, or drop sync_start",
-                            fix=Fix(tuple(Edit.delete(s) for s in spans)) if spans else None)
+                            fix=_at_most(d, limit))
             tensors = [a for a in d.args if a.region is not None]
             scalars = [a for a in d.args if a.region is None]
             problems = []

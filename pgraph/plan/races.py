@@ -21,14 +21,15 @@ import attrs
 
 from pgraph import records
 from pgraph.diagnostics import Fix, Note
+from pgraph.expr import free_vars
 from pgraph.fastpath import reference_mode
-from pgraph.ir.instances import BlockAccesses, Box, BufferKey, box_intersection, flat, overlap
+from pgraph.ir.instances import BlockAccesses, Box, BufferKey, Instance, box_intersection, flat, overlap
 from pgraph.ir.program import Dispatch, Program
 from pgraph.ir.queries import root
 from pgraph.kinds import AccessKind, Direction, InternalError, ScopeMode, TaskKind
 from pgraph.plan import race_frontier
 from pgraph.plan.base import Fact, Pass, Plan
-from pgraph.plan.fixes import add_dep, declare_taskids, fix
+from pgraph.plan.fixes import add_dep, declare_taskids, fix, submitted_before, widen_selection
 from pgraph.plan.reach import Reach, ancestors
 from pgraph.source import Span
 
@@ -567,8 +568,7 @@ class RacePass(Pass):
                 f"(overlap {overlap_text(c, p)}), with no path between them{more}")
         notes = [Note(f"'{ia.label}' {KIND_WORD[c.first_kind]} {c.first_tensor} here",
                       _access_span(dpa, c.first_tensor, p))]
-        fix = self.fix(plan, dpa, dpb, ia.id, ib.id)
-        edits = self.edits(plan, dpa, dpb) if fix.startswith("add `") else None
+        fix, edits = race_hint(plan, dpa, dpb, ia, ib, c.first_tensor)
         span = _access_span(dpb, c.second_tensor, p)
         if r.boundary:
             plan.bag.add(
@@ -585,43 +585,105 @@ class RacePass(Pass):
             why = "no inferred or explicit edge orders them"
         plan.bag.add("PG100", f"race: {what}", span, notes, hint=f"{why}; {fix}", fix=edits)
 
-    @staticmethod
-    def edits(plan: Plan, dpa: Dispatch, dpb: Dispatch) -> Fix | None:
-        """The edits of the 'add `producer` to the deps' hint (and its `taskids`, when needed)."""
-        p = plan.program
-        producer = dpa.tileset
-        dep = add_dep(p.tilesets[dpb.tileset], producer)
-        if dpa.scope in p.ancestors(dpb.scope):
-            return fix(dep)
-        common = next(s for s in p.ancestors(dpa.scope) if s in p.ancestors(dpb.scope))
-        return fix(dep, declare_taskids(p.scopes[common], producer))
 
-    @staticmethod
-    def fix(plan: Plan, dpa: Dispatch, dpb: Dispatch, a: int, b: int) -> str:
-        """The fix the hint proposes, which must remove the race when applied."""
-        p = plan.program
-        producer = dpa.tileset
-        if dpa.tileset == dpb.tileset:
-            ia, ib = plan.graph.instances[a], plan.graph.instances[b]
-            if ia.iters != ib.iters:
-                return (f"two iterations of '{producer}' touch the same elements and nothing orders the "
-                        f"iterations: give each iteration its own region, or order them with a loop carry "
-                        f"(`carry prev = <a task before the loop> then {producer}` and `deps(prev)` on "
-                        f"'{producer}')")
-            return (f"the tasks of '{producer}' are never ordered among themselves: give each task its own "
-                    "region, accumulate with `atomic_add` into a seeded accumulator, or split the declaration "
-                    "in two with a dep between them")
-        if any(dep.target == producer for dep in dpb.deps) and dpa.loops and not set(dpa.loops) <= set(dpb.loops):
-            return (f"'{dpb.name}' already depends on '{producer}', but from outside its loop that names the last "
-                    f"iteration only, and earlier iterations touch the same elements: order the iterations of "
-                    f"'{producer}' with a loop carry (`carry prev = <a task before the loop> then {producer}` and "
-                    f"`deps(prev)` on '{producer}') so that the last one waits for all, or give each iteration "
-                    "its own region")
-        fix = f"add `{producer}` to the deps of '{dpb.tileset}'"
-        if dpa.scope not in p.ancestors(dpb.scope):
-            fix += (f" and declare `taskids {producer}` in a scope enclosing both (its scope has closed "
-                    "when the consumer is submitted)")
-        return fix
+def _region_vars(d: Dispatch, tensor: str, p: Program) -> set[str]:
+    """The names the regions of `d`'s accesses to `tensor` (or a view of its buffer) are written in."""
+    want = root(p, tensor)
+    out: set[str] = set()
+    for acc in d.accesses:
+        if acc.region.tensor == tensor or root(p, acc.region.tensor) == want:
+            for dim in acc.region.dims or ():
+                out |= set().union(*(free_vars(e) for e in (dim.a, dim.b) if e is not None))
+    return out
+
+
+def _own_region(p: Program, d: Dispatch, tensor: str, ia: Instance, ib: Instance) -> str:
+    """'give each iteration its own region', unless the region already moves with the loops whose
+    iterations race (then the regions of those iterations overlap: make them disjoint)."""
+    differ = {p.loops[lid].axis.var for lid, x, y in zip(ia.loops, ia.iters, ib.iters) if x != y}
+    moving = sorted(differ & _region_vars(d, tensor, p))
+    if moving:
+        return (f"make the regions of the iterations disjoint (each iteration has its own region, through "
+                f"{', '.join(f'`{v}`' for v in moving)}, but two of them overlap)")
+    return "give each iteration its own region"
+
+
+@records.shared_repr
+@attrs.frozen(repr=False, eq=False)
+class RacePairs(Fact):
+    """The races as (earlier, later) instance pairs by (earlier, later) dispatch: what the hint of
+    one dispatch pair's race reads (`race_hint`), built once per plan from its Races."""
+
+    races: Races
+    pairs: dict[tuple[str, str], list[tuple[Instance, Instance]]]
+
+
+def _pairs(plan: Plan) -> dict[tuple[str, str], list[tuple[Instance, Instance]]]:
+    """The RacePairs of the plan's Races (built on first use, again when the Races are new)."""
+    races = plan.get(Races)
+    if plan.has(RacePairs) and plan.get(RacePairs).races is races:
+        return plan.get(RacePairs).pairs
+    got: dict[tuple[str, str], list[tuple[Instance, Instance]]] = defaultdict(list)
+    inst = plan.graph.instances
+    for r in races.races:
+        a, b = inst[r.first], inst[r.second]
+        got[(a.dispatch, b.dispatch)].append((a, b))
+    plan.put(RacePairs(races, got))
+    return got
+
+
+def race_hint(plan: Plan, dpa: Dispatch, dpb: Dispatch, ia: Instance, ib: Instance, tensor: str
+              ) -> tuple[str, Fix | None]:
+    """The fix a race's hint proposes (which must remove the race when applied) and, where it is
+    mechanical, its edits. In order of preference: the consumer's dep slice on the producer
+    widened to exactly the tiles it misses (`pgraph.plan.fixes.widen_selection`: no new dep, no
+    edge beyond the missing ones); the producer added to the consumer's deps (when a dep there
+    names the racing task: same iteration of every loop around both, declared before); else
+    the structural advice, with no edits."""
+    p = plan.program
+    producer = dpa.tileset
+    if dpa.tileset == dpb.tileset:
+        if ia.iters != ib.iters:
+            return (f"two iterations of '{producer}' touch the same elements and nothing orders the "
+                    f"iterations: {_own_region(p, dpa, tensor, ia, ib)}, or order them with a loop carry "
+                    f"(`carry prev = <a task before the loop> then {producer}` and `deps(prev)` on "
+                    f"'{producer}')"), None
+        return (f"the tasks of '{producer}' are never ordered among themselves: give each task its own "
+                "region, accumulate with `atomic_add` into a seeded accumulator, or split the declaration "
+                "in two with a dep between them"), None
+    if any(dep.target == producer for dep in dpb.deps) and dpa.loops and not set(dpa.loops) <= set(dpb.loops):
+        return (f"'{dpb.name}' already depends on '{producer}', but from outside its loop that names the last "
+                f"iteration only, and earlier iterations touch the same elements: order the iterations of "
+                f"'{producer}' with a loop carry (`carry prev = <a task before the loop> then {producer}` and "
+                f"`deps(prev)` on '{producer}') so that the last one waits for all, or "
+                f"{_own_region(p, dpa, tensor, ia, ib)}"), None
+    wide = widen_selection(plan, dpb, producer, _pairs(plan).get((dpa.name, dpb.name), []))
+    if wide is not None:
+        edits, text = wide
+        return (f"widen the dep of '{dpb.tileset}' on '{producer}' to `{producer}[{text}]`: its slice misses "
+                "the tiles it races with, and no other dep or edge is needed"), edits
+    fix_text = f"add `{producer}` to the deps of '{dpb.tileset}'"
+    outer = dpa.scope not in p.ancestors(dpb.scope)
+    if outer:
+        fix_text += (f" and declare `taskids {producer}` in a scope enclosing both (its scope has closed "
+                     "when the consumer is submitted)")
+    order = [d.name for d in p.dispatches]
+    same_iteration = set(dpa.loops) <= set(dpb.loops) and all(
+        dict(zip(ib.loops, ib.iters)).get(lid) == v for lid, v in zip(ia.loops, ia.iters))
+    if not same_iteration or order.index(dpa.name) > order.index(dpb.name) or not submitted_before(plan, producer, dpb):
+        if same_iteration:  # some producer tasks are submitted after the consumer (an interleave)
+            return (f"order '{ia.label}' before '{ib.label}' with a dep on the producer's tiles it races with "
+                    f"(`{producer}[...]`): a dep on all of '{producer}' would name tasks submitted after "
+                    f"'{dpb.name}'"), None
+        # a dep names the producer of the consumer's own iteration, declared before it: not this one
+        return (f"order '{ia.label}' before '{ib.label}': a dep names the task of the consumer's own iteration, "
+                f"so carry it across the loop (`carry prev = <a task before the loop> then {producer}` and "
+                f"`deps(prev)` on '{dpb.tileset}')"), None
+    dep = add_dep(p.tilesets[dpb.tileset], producer)
+    if not outer:
+        return fix_text, fix(dep)
+    common = next(s for s in p.ancestors(dpa.scope) if s in p.ancestors(dpb.scope))
+    return fix_text, fix(dep, declare_taskids(p.scopes[common], producer))
 
 
 class SpmdOverlapPass(Pass):

@@ -263,6 +263,19 @@ def nested_ring3(plan: Plan, model: _Model) -> None:
                  "move the outer tasks to a shallower scope")
 
 
+def _smaller_scope(p: Program, sid: int) -> str:
+    """How PG109's scope can hold fewer tasks, naming only structure the spec has: a loop whose
+    body shares the scope (`unscoped`) gets a scope of its own; otherwise the tasks are split."""
+    shared = [lp for lp in p.loops if lp.parent_scope == sid and lp.body_scope is None]
+    if shared and not shared[0].scoped:
+        return (f"give the body of the loop over `{shared[0].axis.var}` its own scope (drop `unscoped`: each "
+                "iteration's tasks then retire with it)")
+    if shared:
+        return (f"give the body of the loop over `{shared[0].axis.var}` a scope of its own (each iteration's "
+                "tasks then retire with it)")
+    return "split its tasks into nested scopes that each hold fewer"
+
+
 def scope_window(plan: Plan, model: _Model) -> set[int]:
     """PG109: one scope instance holds more than task_window - 1 tasks (SCOPE_DEADLOCK); the scopes reported."""
     p = plan.program
@@ -281,7 +294,7 @@ def scope_window(plan: Plan, model: _Model) -> set[int]:
             f"this scope would hold {tasks:,} tasks ({row['compute']:,} compute, {row['dummies']:,} dummies, "
             f"{row['allocs']:,} alloc tasks); one scope may hold at most task_window - 1 = {limit:,}",
             p.scopes[sid].span,
-            hint="SCOPE_DEADLOCK (orch_error_code 1, 507018 on the host): give the loop body its own scope, or "
+            hint=f"SCOPE_DEADLOCK (orch_error_code 1, 507018 on the host): {_smaller_scope(p, sid)}, or "
                  "raise the task window (PTO2_RING_TASK_WINDOW / target task_window)")
     return reported
 

@@ -75,14 +75,14 @@ def staged_holders(plan: Plan, grid: int, core_of: dict[int, Core], candidates: 
     """The early candidates beside `grid` (no ordering path either way, on cores it uses) with a
     WAIT producer that is not ordered before it: (holder, those producers), in id order."""
     reach = plan.get(Reach)
-    g = plan.graph.graph
+    pred = plan.graph.pred
     uses = USES[core_of[grid]]
     out = []
     for u in candidates:
         if u == grid or not USES[core_of[u]] & uses or reach.ordered(u, grid):
             continue
-        prods = tuple(sorted(pr for pr in g.predecessors(u)
-                             if g.edges[pr, u]["prov"] & WAIT and pr != grid and not reach.before(pr, grid)))
+        prods = tuple(sorted(pr for pr, data in pred[u].items()
+                             if data.prov & WAIT and pr != grid and not reach.before(pr, grid)))
         if prods:
             out.append((u, prods))
     return tuple(out)

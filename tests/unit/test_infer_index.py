@@ -28,7 +28,7 @@ def edges(spec: Path, opts: Options) -> list[tuple[int, list[tuple[int, list[str
     if plan is None:
         return None
     g = plan.graph
-    return [(v, [(w, sorted(str(p) for p in data["prov"])) for w, data in g.succ[v].items()])
+    return [(v, [(w, sorted(str(p) for p in data.prov)) for w, data in g.succ[v].items()])
             for v in range(len(g.instances))]
 
 

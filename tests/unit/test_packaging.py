@@ -102,7 +102,7 @@ def test_wheel_carries_specs_grammars_docs_and_license(installed: tuple[Path, Pa
     docs = _data_files("docs", ("*.md",))
     assert "pgraph/docs/upstream.md" in docs and docs <= names, sorted(docs - names)
     # the target configurations the backends read as package data
-    assert {"pgraph/backends/sim/a2a3.toml", "pgraph/backends/a2a3/a2a3.toml"} <= names
+    assert {"pgraph/ir/a2a3_timing.toml", "pgraph/ir/a2a3_variants.toml", "pgraph/backends/a2a3/a2a3.toml"} <= names
     license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     text = zipfile.ZipFile(wheel).read(license_file).decode("utf-8")
     assert text == (ROOT / "LICENSE").read_text(encoding="utf-8")
