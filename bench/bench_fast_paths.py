@@ -45,6 +45,7 @@ COMMANDS: dict[str, list[list[str]]] = {
     "funnel-latest": [["check", "bench/specs/prefill_351k.pgl", "--full"]],
     "compiled-regions": [["plan", DECODE], ["check", "bench/specs/prefill_351k.pgl"]],
     "expander-memo": [["plan", DECODE], ["check", "bench/specs/prefill_351k.pgl"]],
+    "writes-shortcuts": [["check", DECODE, "--full"], ["check", "bench/specs/stress_writers_20k.pgl"]],
     "steady-jump": [["plan", DECODE], ["plan", DECODE, "--layers", "640"]],
 }
 

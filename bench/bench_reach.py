@@ -2,7 +2,7 @@
 docs/performance.md.
 
     python3 bench/bench_reach.py                        # ~10 min; rewrites the bench_reach section
-    python3 bench/bench_reach.py --before /work/main    # also the same rows with another tree's pgraph
+    python3 bench/bench_reach.py --before ../pgraph-before    # also the same rows with another tree's pgraph
     python3 bench/bench_reach.py --print                # print the section instead
     python3 bench/bench_reach.py --runs 1 --json r.json # one run per row, raw results kept
 

@@ -66,8 +66,21 @@ def _spec(p: argparse.ArgumentParser, config_metavar: str = "NAME|FILE.pgl",
                    help="override a constant before folding (repeatable)")
     p.add_argument("--config", metavar=config_metavar, help=config_help)
     p.add_argument("--layers", type=count(1), metavar="N", help="same as -D NUM_LAYERS=N")
+    p.add_argument("--compat", type=_compat, action="append", default=[], metavar="MODE",
+                   help="plan for an older compiler: `pypto<1987` drops every empty-deps dummy, as pypto "
+                        "did before #1987 (the target table's `pypto_pr = 1986`)")
     _allow_outside(p)
     diagnostic_options(p)
+
+
+def _compat(text: str) -> tuple[str, int]:
+    """A `--compat` mode (pgraph.ir.limits.parse_compat); a bad one is a usage error (exit 2)."""
+    from pgraph.ir.limits import parse_compat
+
+    try:
+        return parse_compat(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -289,7 +302,8 @@ def _options(args: argparse.Namespace, full: bool | None = None, what_if: str | 
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
                    full=getattr(args, "full", False) if full is None else full,
                    allow_include_outside=bool(getattr(args, "allow_include_outside", False)),
-                   allow=parse_allow(getattr(args, "allow", ())), what_if=what_if)
+                   allow=parse_allow(getattr(args, "allow", ())), what_if=what_if,
+                   compat=tuple(getattr(args, "compat", ())))
 
 
 def what_if(command: str) -> str:

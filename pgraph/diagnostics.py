@@ -112,6 +112,8 @@ RULES: dict[str, Rule] = _rules(
     ("PG119", "sync-start-starved", E, "a sync_start grid is wider than the cores its shape can have free (warning: beside a task that can hold one of its units staged early; note: beside tasks that may run with it)"),
     ("PG120", "ring-task-window", E, "open scopes on one ring hold more live tasks than its task window (code 3)"),
     ("PG121", "budget-exceeded", E, "a figure of the plan is over the spec's `budget` for it"),
+    ("PG122", "uncovered-read", E, "a task reads elements of an allocation that no task ordered before it writes"),
+    ("PG123", "old-compiler-ungated", W, "the target's older compiler drops an empty-deps dummy: its consumers lose their gate"),
 )
 
 

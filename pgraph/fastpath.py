@@ -24,6 +24,7 @@ FAST_PATHS: dict[str, str] = {
     "funnel-latest": "the funnel pass's early exit for a producer's common later consumer (plan/hygiene.py) beside the full search",
     "compiled-regions": "region boxes and dep selections compiled to Python (expand/compiled.py) beside the ir/queries Evaluator",
     "expander-memo": "the expander's memo tables (ExpansionState.memo_table) beside making each again",
+    "writes-shortcuts": "PG122's shortcuts (a direct predecessor's cover, the 16 nearest writers, an interval index of writes) beside asking every earlier write (plan/writes.py)",
     "steady-jump": "critical_path.unrolled_length's jump to the last pass of a steady loop beside every pass",
 }
 

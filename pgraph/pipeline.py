@@ -39,6 +39,7 @@ from pgraph.lower.lowerer import lower
 from pgraph.plan import findings as plan_findings
 from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
 from pgraph.plan.budgets import BudgetsPass
+from pgraph.plan.compat import OldCompilerPass
 from pgraph.plan.counts import CountsPass
 from pgraph.plan.critical_path import CriticalPathPass
 from pgraph.plan.cycles import CyclesPass
@@ -58,6 +59,7 @@ from pgraph.plan.signatures import SignaturesCheck
 from pgraph.plan.size import check_expansion_size
 from pgraph.plan.sync_start import SyncStartStarvedPass
 from pgraph.plan.waves import WaveDepsCheck, WavesCheck
+from pgraph.plan.writes import DefiniteWritesPass
 
 __all__ = ["CODE_OWNERS", "Options", "PipelineError", "UsageError", "compile_program", "expand_window",
            "owned_bag", "parse_define", "plan_program", "run_until"]
@@ -89,7 +91,7 @@ CODE_OWNERS: dict[str, tuple[str, ...]] = {
     "frontend": _codes("PG001", "PG004", "PG005", "PG041"),
     "lower": _codes("PG002", "PG003", "PG017", "PG019", "PG025", "PG028", "PG033", "PG034", "PG036", "PG038"),
     "plan": _codes("PG006-PG016", "PG018", "PG020-PG024", "PG026", "PG027", "PG029", "PG031", "PG032", "PG035",
-                   "PG037", "PG039", "PG040", "PG100-PG121"),
+                   "PG037", "PG039", "PG040", "PG100-PG123"),
     "diagnostics": _codes("PG030", "PG042"),
 }
 
@@ -147,10 +149,12 @@ PASSES: tuple[Pass, ...] = (
     ReachPass(),               # happens-before (ancestor sets)
     RacePass(),                # PG100 race, PG101 manual-scope boundary
     SpmdOverlapPass(),         # PG102 blocks of one grid writing the same region
+    DefiniteWritesPass(),      # PG122 reads of allocated elements no earlier task writes
     FalseSerializationPass(),  # PG103 disjoint writers the runtime serializes
     EarlyDispatchPass(),       # early-dispatch table; PG105 blocked consumers, PG106 idle flags
     DummyEffectPass(),         # PG104 what each dummy really does
     SyncStartStarvedPass(),    # PG119 sync_start grids starved of cores; the tasks that can hold theirs staged
+    OldCompilerPass(),         # PG123 empty-deps dummies an older compiler drops, and their consumers
     CriticalPathPass(),        # longest path (with the sync_start holders' wait), first broken early-resolve link
     RingsPass(),               # PG107-PG112, PG120 rings, task window, heap, dep pool, TensorMap
     ViewLimitsPass(),          # PG114 view offsets and extents that do not fit uint32_t
@@ -204,6 +208,9 @@ class Options:
     allow_include_outside: bool = False
     allow: tuple[str, ...] = ()
     what_if: str | None = None
+    #: Compatibility settings of the target table set from the command line (`--compat pypto<1987`:
+    #: (("pypto_pr", 1986),); pgraph.ir.limits.parse_compat), replacing the spec's own.
+    compat: tuple[tuple[str, int], ...] = ()
     #: Unsaved editor buffers, read instead of the files on disk: (resolved path, text) pairs
     #: (`pgraph lsp`; pgraph.frontend.loader.spec_source).
     sources: tuple[tuple[Path, str], ...] = ()
@@ -276,6 +283,8 @@ def _run_until(path: str | Path, opts: Options, bag: DiagnosticBag, stage: str) 
     check_forms(loaded, bag)
     if program is None or bag.has_errors:
         return Stopped(loaded)
+    if opts.compat:  # `--compat`: the target table's compatibility keys, as if the spec said them
+        program = attrs.evolve(program, target={**program.target, **dict(opts.compat)})
     if opts.verify:
         verify.verify_program(program)
     for tier in (DECLARATION_CHECKS, USE_CHECKS):

@@ -490,7 +490,8 @@ def options(args: argparse.Namespace) -> Options:
     """The compile options of a query's arguments (a what-if of the spec's budgets: `stats`
     reports an overrun as a PG121 warning; `deps` and `why` do not plan, so check none)."""
     return Options(defines=tuple(parse_define(d) for d in args.defines), config=args.config, layers=args.layers,
-                   full=args.full, allow=parse_allow(args.allow), what_if=f"`pgraph {args.command}` is a what-if")
+                   full=args.full, allow=parse_allow(args.allow), what_if=f"`pgraph {args.command}` is a what-if",
+                   compat=tuple(getattr(args, "compat", ())))
 
 
 Emit = Callable[[DiagnosticBag], None]

@@ -27,6 +27,7 @@ from pgraph.ir.instances import (
     Issue,
     provenance_union,
 )
+from pgraph.ir.limits import drops_empty_dummies
 from pgraph.kinds import DECLARED, Provenance, TaskKind
 from pgraph.source import Span
 
@@ -55,6 +56,8 @@ class GraphBuilder:
         self.alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]] = {}
         self.alloc_of: AllocSites = {}
         self.gone: set[int] = set()
+        #: the empty-deps dummies among `gone` (an old compiler's drop, pgraph.ir.limits.drops_empty_dummies)
+        self.empty: set[int] = set()
 
     # ---- instances ----
     def add_task(self, d: ir.Dispatch, iters: tuple[int, ...], index: tuple[int, ...], weight: int,
@@ -118,11 +121,18 @@ class GraphBuilder:
         """Leave out every dep-carrying dummy none of whose deps reached a task: the generated
         code submits it only when some dep id is valid (pypto EmitDummyTask: `if (deps_count >
         0)`), so it is never submitted and its id stays invalid, which its consumers skip. In
-        submission order, so a dummy fed only by dropped dummies goes too. Called once the
-        declared deps are in; later edges never touch a dummy."""
-        p, gone = self.program, self.gone
+        submission order, so a dummy fed only by dropped dummies goes too. A compiler before
+        pypto #1987 (`pypto_pr` in the target table) drops every empty-deps dummy as well
+        (`self.empty`). Called once the declared deps are in; later edges never touch a dummy."""
+        p, gone, empty = self.program, self.gone, self.empty
+        old = drops_empty_dummies(p.target)
         for inst in self.instances:
-            if inst.kind is not TaskKind.DUMMY or not p.dispatch(inst.dispatch).deps:
+            if inst.kind is not TaskKind.DUMMY:
+                continue
+            if not p.dispatch(inst.dispatch).deps:
+                if old:
+                    empty.add(inst.id)
+                    gone.add(inst.id)
                 continue
             if not any(u not in gone for u in self.pred[inst.id]):
                 gone.add(inst.id)
@@ -135,6 +145,7 @@ class GraphBuilder:
         gone = self.gone
         instances, by_key, succ, pred = self.instances, self.by_key, self.succ, self.pred
         args, blocks, alloc_info = self.args, self.blocks, self.alloc_info
+        ungated: dict[tuple[str, str], list[int]] = {}
         if gone:
             keep = [inst for inst in instances if inst.id not in gone]
             new_id = {inst.id: i for i, inst in enumerate(keep)}
@@ -148,7 +159,13 @@ class GraphBuilder:
             args = {new_id[k]: v for k, v in args.items() if k in new_id}
             blocks = {new_id[k]: v for k, v in blocks.items() if k in new_id}
             alloc_info = {new_id[k]: v for k, v in alloc_info.items()}
+            ungated = {(self.instances[i].dispatch, self.instances[i].label):
+                       [new_id[v] for v in sorted(self.succ[i]) if v not in gone] for i in sorted(gone)}
         return InstanceGraph(self.program, self.full, instances=instances, by_key=by_key, succ=succ, pred=pred,
                              args=args, blocks=blocks, loop_weights=loop_weights, alloc_info=alloc_info,
                              scope_loops=scope_loops, windowed=windowed, issues=issues,
-                             dropped=[(self.instances[i].dispatch, self.instances[i].label) for i in sorted(gone)])
+                             dropped=[(self.instances[i].dispatch, self.instances[i].label)
+                                      for i in sorted(gone - self.empty)],
+                             dropped_empty=[(self.instances[i].dispatch, self.instances[i].label)
+                                            for i in sorted(self.empty)],
+                             ungated=ungated)

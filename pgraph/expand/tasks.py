@@ -96,7 +96,7 @@ def expand_children(st: ExpansionState, b: GraphBuilder, children: tuple[ir.Node
 def emit_alloc(st: ExpansionState, b: GraphBuilder, key: ir.AllocKey, iters: tuple[int, ...]) -> None:
     """One alloc instance for allocation group `key` at its site: the group's n tensors are
     ceil(n / alloc_batch) `alloc_tensors` calls, counted as one instance with `blocks` = that
-    call count (pypto EmitBatchedAllocTensors: runtime_and_orchestration.md §2.2). Sites are
+    call count (pypto EmitBatchedAllocTensors: docs/upstream.md §6.4). Sites are
     where the C++ allocates: the top of the heap scope (per iteration of a loop body), the
     top of an `unscoped` loop body per iteration, just before a manual scope for its buffers."""
     _sid, group, loops = key

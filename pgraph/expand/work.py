@@ -30,7 +30,7 @@ MAX_EXPANSION_WORK = 6_000_000
 #: Tasks a program may submit fully expanded (every loop iteration): the critical path and the
 #: counts walk the window once per iteration it stands for, so a loop of 2**32 layers would run
 #: for hours although its window is two layers. 50 million is 140 times the largest real graph
-#: (the 351,050-task prefill, optimisation_history.md).
+#: (the 351,050-task prefill, docs/upstream.md §10.2).
 MAX_PROGRAM_TASKS = 50_000_000
 
 #: Points a dep selection is evaluated at before its target's tile space bounds it instead.

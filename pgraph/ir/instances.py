@@ -164,7 +164,8 @@ class InstanceGraph:
                  loop_weights: dict[int, dict[int, int]],
                  alloc_info: dict[int, tuple[int, tuple[int, ...], tuple[ir.Tensor, ...]]],
                  scope_loops: dict[int, tuple[int, ...]], windowed: frozenset[int], issues: list[Issue],
-                 dropped: list[tuple[str, str]]) -> None:
+                 dropped: list[tuple[str, str]], dropped_empty: list[tuple[str, str]] | None = None,
+                 ungated: dict[tuple[str, str], list[int]] | None = None) -> None:
         self.program = program
         self.full = full
         self.instances = instances
@@ -190,6 +191,12 @@ class InstanceGraph:
         #: (dispatch, label) of the dep-carrying dummies left out because no dep reached a task
         #: (the generated code does not submit them: `if (deps_count > 0)`)
         self.dropped = dropped
+        #: (dispatch, label) of the empty-deps dummies left out because the target's compiler
+        #: drops them (`pypto_pr` below #1987: pgraph.ir.limits.drops_empty_dummies)
+        self.dropped_empty = dropped_empty or []
+        #: (dispatch, label) of every dummy left out -> the instances that waited on it (ids
+        #: after the renumbering; a consumer that is itself left out is not listed)
+        self.ungated = ungated or {}
 
     @property
     def graph(self) -> nx.DiGraph:

@@ -19,6 +19,32 @@ A2A3_DEFAULTS: dict[str, int] = {
     "output_align": 1024,           # simpler: PTO2_PACKED_OUTPUT_ALIGN bytes per packed output
 }
 
+#: Compatibility keys of a `target` table: which compiler generated the orchestration. Not limits,
+#: so absent by default (the current compiler). `pypto_pr = N`: the newest pypto pull request the
+#: compiler includes; below EMPTY_DUMMY_SUBMITTED it drops every empty-deps dummy (pypto
+#: EmitDummyTask before #1987: the `deps_count > 0` guard is statically false for `deps=[]`, the
+#: dummy is never submitted and its consumers skip its invalid id; docs/upstream.md §6.6).
+COMPAT_KEYS: dict[str, str] = {"pypto_pr": "the newest pypto pull request the generating compiler includes"}
+
+#: pypto #1987 (12aa8bdb2, fixing #1976): from it on an empty `task_dummy(deps=[])` is submitted.
+EMPTY_DUMMY_SUBMITTED = 1987
+
+
+def drops_empty_dummies(target: dict[str, int]) -> bool:
+    """True when the target's compiler drops empty-deps dummies (`pypto_pr` below #1987)."""
+    return target.get("pypto_pr", EMPTY_DUMMY_SUBMITTED) < EMPTY_DUMMY_SUBMITTED
+
+
+def parse_compat(text: str) -> tuple[str, int]:
+    """`pypto<1987` (the compiler before pypto pull request 1987) -> ("pypto_pr", 1986); ValueError
+    for anything else."""
+    name, sep, number = text.replace(" ", "").partition("<")
+    if name != "pypto" or not sep or not number.isdigit() or int(number) < 2:
+        raise ValueError(f"unknown compatibility mode {text!r}; the one known is pypto<N (e.g. pypto<1987: "
+                         "the compiler before pypto pull request 1987)")
+    return "pypto_pr", int(number) - 1
+
+
 #: Default per-block cost (µs) of a core shape; `cost NAME = N` overrides per kernel or shape.
 DEFAULT_COSTS: dict[str, int] = {"aic": 10, "aiv": 5, "mix": 20, "dummy": 0}
 

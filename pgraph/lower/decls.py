@@ -8,7 +8,7 @@ from pgraph.diagnostics import Note
 from pgraph.expr import has_runtime
 from pgraph.frontend import ast
 from pgraph.ir import program as ir
-from pgraph.ir.limits import A2A3_DEFAULTS, DEFAULT_COSTS
+from pgraph.ir.limits import A2A3_DEFAULTS, COMPAT_KEYS, DEFAULT_COSTS
 from pgraph.kinds import BUDGET_FIGURES, CarryKind, Storage
 from pgraph.lower.context import Env, LowerContext, respell
 from pgraph.source import Span
@@ -169,9 +169,10 @@ def declare_table(ctx: LowerContext, item: ast.KernelTable) -> None:
 def declare_target(ctx: LowerContext, item: ast.Target) -> None:
     """`target a2a3 { key = value ... }`: runtime limits replacing the a2a3 defaults."""
     for ti in item.items:
-        if ti.key not in A2A3_DEFAULTS:
+        if ti.key not in A2A3_DEFAULTS and ti.key not in COMPAT_KEYS:
             ctx.err("PG002", f"unknown target limit '{ti.key}'", ti.span,
-                    hint="known limits: " + ", ".join(sorted(A2A3_DEFAULTS)))
+                    hint="known limits: " + ", ".join(sorted(A2A3_DEFAULTS)) + "; compatibility: "
+                         + ", ".join(sorted(COMPAT_KEYS)))
             continue
         value = ctx.eval_const(ti.expr, "a target limit")
         if value is not None:

@@ -228,6 +228,13 @@ class DummyEffectPass(Pass):
             if inst.kind is TaskKind.DUMMY and (_scope_of_report(plan, inst)):
                 by_dispatch[inst.dispatch].append(inst)
         dropped: dict[str, list[str]] = defaultdict(list)
+        idle_dropped = dict.fromkeys(n for n, lb in g.dropped_empty if not g.ungated.get((n, lb)))
+        for name in idle_dropped:  # PG123 reports the ones something waited on
+            plan.bag.add("PG104", f"dummy '{name}' has no deps and nothing waits on it; the target's compiler "
+                         "(before pypto #1987) does not even submit it", p.dispatch(name).span,
+                         severity=Severity.WARNING,
+                         hint="drop it; when it is the placeholder value of a TaskId slot, say so with "
+                              "`allow(PG104, \"reason\")` on the line above it")
         for name, label in g.dropped:
             dropped[name].append(label)
             by_dispatch.setdefault(name, [])

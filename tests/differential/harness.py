@@ -5,14 +5,16 @@ AssertionError (with the .pgl text saved in `work`) on any disagreement:
 
 - the planner reports exactly the errors the program was made to have (`Program.expect`, and a
   zero-size argument of a submitted task, which simpler rejects with INVALID_ARGS), and no
-  other error but races (PG100/PG101/PG102): the generator only writes valid programs;
+  other error but races (PG100/PG101/PG102) and reads of never-written elements (PG122): the
+  generator only writes valid programs;
 - windowed and --full plans give the same verdict and the same report figures;
 - the build compiles with `-Wall -Werror`, runs on the recording runtime without a fatal
   error, and the recorded graph equals the --full instance graph (tasks, order, kinds, rings,
   blocks, flags, argument regions, edges with provenance, dep entries:
   `tests/unit/test_a2a3.compare`);
 - the model's compute tasks (kernel, blocks, in order) equal the recorded ones;
-- the planner reports a race (windowed and --full) exactly when the oracle finds one.
+- the planner reports a race (windowed and --full) exactly when the oracle finds one, and an
+  uncovered read (PG122) exactly when the definite-writes oracle finds one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from tests.unit.test_a2a3 import CPP, CXXFLAGS, args_file, compare, config_modul
 from tests.unit.test_window_exact import comparable as window_comparable
 
 RACE_CODES = {"PG100", "PG101", "PG102"}
+#: the data-flow codes the oracles decide: races and uncovered reads
+ORACLE_CODES = RACE_CODES | {"PG122"}
 #: the flags of the long run's sanitizer build (PGRAPH_DIFF_SANITIZE=1)
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
 
@@ -123,18 +127,20 @@ def check(p: Program, work: Path, objs: list[Path]) -> Outcome:
     if expect:
         # a declaration-stage error (PG027) stops planning before expansion ones (PG114) are seen
         for got in (got_w, got_f):
-            assert got & expect and not got - expect - RACE_CODES, (f"expected {sorted(expect)}", sorted(got))
+            assert got & expect and not got - expect - ORACLE_CODES, (f"expected {sorted(expect)}", sorted(got))
         return Outcome("rejected-as-expected", codes=tuple(sorted(expect & got_f)))
-    other = (got_w | got_f) - RACE_CODES
+    other = (got_w | got_f) - ORACLE_CODES
     assert not other, ("the planner rejects a valid program", [render_text(d) for d in bag_f.items
                                                                if d.code in other][:3])
     assert plan_w is not None and plan_f is not None
     racy_w, racy_f = bool(got_w & RACE_CODES), bool(got_f & RACE_CODES)
     assert racy_w == racy_f, ("windowed and --full race verdicts differ", sorted(got_w), sorted(got_f))
+    assert ("PG122" in got_w) == ("PG122" in got_f), ("windowed and --full uncovered-read verdicts differ",
+                                                      sorted(got_w), sorted(got_f))
     diff = differing(comparable(report_facts(plan_w)), comparable(report_facts(plan_f)))
     assert not diff, f"windowed figures differ from --full: {diff}"
     # build even a racy plan: the oracle needs the recorded edges
-    clean = attrs.evolve(plan_w, bag=DiagnosticBag()) if racy_w else plan_w
+    clean = attrs.evolve(plan_w, bag=DiagnosticBag()) if got_w else plan_w
     files = build(clean, BuildInfo(str(spec), ""))
     rec = parse_record(_compile_run(files, plan_f.program, objs, work))
     kernels = kernel_names(config_module(files, work / "out"))
@@ -148,4 +154,7 @@ def check(p: Program, work: Path, objs: list[Path]) -> Outcome:
     reach = oracle.reachability(len(rec.tasks), set(rec.edges))
     found = oracle.races(model, compute, reach)
     assert bool(found) == racy_f, ("oracle and planner disagree", found[:3], sorted(got_f))
+    uncovered = oracle.uncovered_reads(model, compute, reach)
+    assert bool(uncovered) == ("PG122" in got_f), ("the definite-writes oracle and the planner disagree",
+                                                    sorted(model[i].label for i in uncovered)[:3], sorted(got_f))
     return Outcome("racy" if found else "race-free", len(model), len(rec.edges))

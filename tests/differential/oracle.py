@@ -9,6 +9,7 @@ blocks of one SPMD task (they run at once). Between blocks of one task an indire
 not a race: the index tensor is what keeps them apart (docs/language.md §11.4, PG102); nor is
 anything between blocks of a `sync_start` grid, which launch together and synchronise inside
 the kernel (the attention extern's SyncAll; docs/rules.md PG102).
+`uncovered_reads` is the definite-writes oracle (PG122) over the same inputs.
 Nothing here imports pgraph.
 """
 
@@ -63,4 +64,46 @@ def races(tasks: list[ModelTask], node_of: list[int], reach: list[set[int]]) -> 
                 u, v = sorted((node_of[ta], node_of[tb]))
                 if v not in reach[u]:
                     out.append((tasks[ta].label, tasks[tb].label, f"{aa.mode}/{ab.mode} of {aa.buffer}"))
+    return out
+
+
+def _external(buffer: tuple[object, ...]) -> bool:
+    return bool(buffer) and buffer[0] == "ext"
+
+
+def uncovered_reads(tasks: list[ModelTask], node_of: list[int], reach: list[set[int]]) -> set[int]:
+    """The tasks (indices) that read an element of an allocated buffer that no earlier task
+    writes before them on every legal order (docs/rules.md PG122), element by element:
+
+    - a read or an atomic add reads its elements, a write or an atomic add writes them;
+    - an element is covered when a task submitted earlier that reaches the reader writes it;
+    - an element an earlier task writes without an order is the race's, not this rule's (a
+      write against anything, an atomic add against a read: the pairs `races` reports);
+    - external buffers are inputs; a read implied by an `inout` parameter on a buffer the task
+      reads no other way may be scratch the kernel writes first, and is not checked.
+    """
+    out: set[int] = set()
+    for ti, t in enumerate(tasks):
+        accs = [a for blk in t.blocks for a in blk]
+        other = {a.buffer for a in accs if a.mode == "read" and not a.inout}
+        scratch = {a.buffer for a in accs if a.mode == "read" and a.inout} - other
+        for a in accs:
+            if a.mode not in ("read", "atomic") or _external(a.buffer) or not a.elements:
+                continue
+            if a.mode == "read" and a.buffer in scratch:
+                continue
+            left = set(a.elements)
+            for ui in range(ti):
+                if not left:
+                    break
+                ordered = node_of[ti] in reach[node_of[ui]]
+                for blk in tasks[ui].blocks:
+                    for w in blk:
+                        if w.buffer != a.buffer or w.mode not in ("write", "atomic"):
+                            continue
+                        if ordered or w.mode == "write" or a.mode == "read":
+                            left -= w.elements
+            if left:
+                out.add(ti)
+                break
     return out

@@ -492,6 +492,7 @@ class Access:
     elements: frozenset[int]
     mode: str  # read | write | atomic
     indirect: bool
+    inout: bool = False  # implied by an `inout` parameter (no clause on the tensor)
 
 
 @attrs.frozen
@@ -622,7 +623,7 @@ def _block_accesses(call: Call, names: dict[str, _Binding], env: dict[str, int])
             continue  # an explicit clause on this tensor replaces its default accesses (§11.2)
         elems = box_elements(region_box(arg, b.shape, env), b.shape)
         for mode in MODE[direction]:
-            yield Access(b.buffer, elems, mode, arg.indirect is not None)
+            yield Access(b.buffer, elems, mode, arg.indirect is not None, direction == "inout")
     for c in call.clauses:
         b = names[c.region.name]
         item_vals = [None] if c.item is None else list(range(c.item[1]))

@@ -54,8 +54,9 @@ def test_memory_estimate_counts_each_buffer_once_and_three_layers_of_weights() -
 
 
 def test_a_kernel_writing_an_in_parameter_is_a_kernel_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """copy_hidden's `cur` declared `in` and its region `reads`: `check` accepts the spec, the
-    NumPy kernel still writes the argument; the run reports a kernel fault (exit 1)."""
+    """copy_hidden's `cur` declared `in` and its region `reads`: `check` now refuses the spec,
+    since nothing writes hidden0 before x_gamma0 reads it (PG122); run on that plan anyway, the
+    NumPy kernel still writes the argument, and the run reports a kernel fault (exit 1)."""
     specs = tmp_path / "specs"
     shutil.copytree(HEAD_SPEC.parent, specs)
     (tmp_path / "pgraph.toml").write_text("")
@@ -68,8 +69,14 @@ def test_a_kernel_writing_an_in_parameter_is_a_kernel_fault(tmp_path: Path, caps
     old = "writes hidden0[cb*COPY_ROW_TILE +: COPY_ROW_TILE, :]"
     assert text.count(old) == 1
     layer.write_text(text.replace(old, "reads hidden0[cb*COPY_ROW_TILE +: COPY_ROW_TILE, :]"))
-    assert main(["check", str(layer), "--config", "small"]) == 0
-    capsys.readouterr()
-    code, out = _run(capsys, str(layer), "--config", "small", "--layers", "1")
-    assert code == 1
-    assert "kernel 'copy_hidden' writes an argument passed read-only" in out
+    assert main(["check", str(layer), "--config", "small"]) == 1
+    got = capsys.readouterr()
+    assert "error[PG122 uncovered-read]" in got.out + got.err and "hidden0" in got.out + got.err
+    plan, bag = plan_program(layer, Options(config="small", layers=1, full=True))
+    assert plan is not None and {d.code for d in bag.items if d.level.name == "ERROR"} == {"PG122"}
+    from pgraph.backends.numpy.runner import TARGET, RunOptions
+
+    lines: list[str] = []
+    result = TARGET.run(plan, RunOptions(spec=str(layer), config="small", echo=lines.append))
+    assert result.exit_code == 1
+    assert any("kernel 'copy_hidden' writes an argument passed read-only" in line for line in lines), lines[-5:]

@@ -249,7 +249,7 @@ def test_bad_overrides_are_config_errors() -> None:
 def test_every_figure_has_a_source() -> None:
     c = load_config()
     assert c.figures and all(f.source.strip() for f in c.figures.values())
-    # the figures the reference measured are quoted, not fitted (scheduler_timing.md, Timings)
+    # the figures the reference measured are quoted, not fitted (docs/upstream.md §9.3)
     assert c["orchestrator.submit_us"] == 0.874 and c["scheduler.fin_latency_us"] == 0.6
     assert c["core.doorbell_us"] == 0.14 and c["core.setup_us"] == 0.349 and c["core.switch_us"] == 0.81
     assert all(c.source(k).startswith("assumption") for k in ("cost.hbm_gbps", "cost.cube_tflops"))

@@ -1,8 +1,8 @@
 """`pgraph sim` on real specs: the adapter's records, the trace format, the CLI, calibration, what-ifs.
 
-Expected values are computed here by hand from the Qwen3-14B constants (qwen3_14b_decode_layer.md
-§1-2), from the golden kernel_config.py of the a2a3 backend, or are the directions the real system
-measured (scheduler_timing.md, "Measured end results"), never copied from the simulator's output.
+Expected values are computed here by hand from the Qwen3-14B constants (docs/upstream.md
+§7.2-7.4), from the golden kernel_config.py of the a2a3 backend, or are the directions the real system
+measured (docs/upstream.md §9.4), never copied from the simulator's output.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_bytes_and_flops_of_a_q_proj_block(head2) -> None:
 
 def test_weight_bytes_per_layer_are_the_reference_figure(head2) -> None:
     # wq, wo: 5120 x 5120; wk, wv: 5120 x 1024; w_gate, w_up: 5120 x 17408; w_down: 17408 x 5120; bf16.
-    # About 0.66 GB (scheduler_timing.md, "Weight-streaming bound of one decode layer").
+    # About 0.66 GB (docs/upstream.md §9.4, weights streamed per decode layer).
     expect = 2 * (2 * 5120 * 5120 + 2 * 5120 * 1024 + 3 * 5120 * 17408)
     res = simulate(head2, load_config())
     wb = summarize(res)["weight_bound"]
@@ -280,7 +280,7 @@ def _makespan(spec: Path, *defines: tuple[str, int], sets: tuple[str, ...] = ())
 
 
 def test_what_if_directions_match_the_real_system() -> None:
-    # scheduler_timing.md / optimisation_history.md, measured directions (2 layers here):
+    # docs/upstream.md §9.4 and §10, measured directions (2 layers here):
     head = _makespan(HEAD_SPEC)
     # dcr_xgamma as one spmd(5) beats five serialised writers (2114.6 -> 2090.4 us, #546)
     assert _makespan(SPECS / "variants" / "decode_layer_dcr_serial.pgl") > head

@@ -1,7 +1,7 @@
 """`kernel_config.py` for simpler, in the format pypto writes and reads it, plus func ids.
 
 Format (pypto `pto_backend.py` `_generate_config_file`, read by `device_runner.py`
-`compile_and_assemble`; ABI reference §6): the comment "Kernel and Orchestration
+`compile_and_assemble`; docs/upstream.md §6.7): the comment "Kernel and Orchestration
 Configuration"; `from pathlib import Path`; `from simpler.task_interface import ArgDirection
 as _D` (only when some signature is non-empty); `_ROOT_DIR = Path(__file__).parent`, the folder
 holding the file; `RUNTIME_CONFIG` (the runtime's wire name and `aicpu_thread_num` 0, the
@@ -66,7 +66,7 @@ def signature(k: ir.Kernel) -> list[Code]:
 def orchestration_signature(p: ir.Program) -> list[Code]:
     """Per external tensor (orch_args order): OUT when the entry only writes it, INOUT when it
     reads and writes it, IN otherwise. simpler copies an IN tensor in but not back, an OUT tensor
-    back but not in (`stage_device_args`, ABI reference §6.3)."""
+    back but not in (`stage_device_args`, docs/upstream.md §6.7)."""
     reads: set[str] = set()
     writes: set[str] = set()
     for d in p.dispatches:

@@ -35,7 +35,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
         // TaskIds of first_load: one slot per tile
         PTO2TaskId first_load_tids[1] = {PTO2TaskId::invalid()};
 
-        // auto scope (a2a3_manual.pgl:38): depth 2, ring 2
+        // auto scope (a2a3_manual.pgl:40): depth 2, ring 2
         PTO2_SCOPE() {
             // Task 0: first_load -> copy (aiv)
             CoreTaskArgs params_t0;
@@ -69,7 +69,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 TensorCreateInfo g_ci(g_ci_shapes, 2, DataType::FLOAT32);
                 uint32_t h_next_ci_shapes[2] = {8, 96};
                 TensorCreateInfo h_next_ci(h_next_ci_shapes, 2, DataType::FLOAT32);
-                uint32_t red_ci_shapes[2] = {8, 16};
+                uint32_t red_ci_shapes[2] = {8, 24};
                 TensorCreateInfo red_ci(red_ci_shapes, 2, DataType::FLOAT32);
                 TaskOutputTensors alloc_1 = alloc_tensors(acc_ci, hc_ci, g_ci, h_next_ci, red_ci);
                 const ChipTensor& acc = alloc_1.get_ref(0);
@@ -78,7 +78,7 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                 const ChipTensor& h_next = alloc_1.get_ref(3);
                 const ChipTensor& red = alloc_1.get_ref(4);
 
-                // manual scope (a2a3_manual.pgl:49): depth 3, ring 3
+                // manual scope (a2a3_manual.pgl:51): depth 3, ring 3
                 PTO2_SCOPE(PTO2ScopeMode::MANUAL) {
                     // ---- phase seed ----
 
@@ -314,8 +314,8 @@ void aicpu_orchestration_entry(const ChipTaskArgs& orch_args) {
                         uint32_t params_t8_g_offsets[2] = {0, (uint32_t)(n * 16)};
                         ChipTensor params_t8_g = g.view(params_t8_g_shapes, params_t8_g_offsets);
                         params_t8.add_input(params_t8_g);
-                        uint32_t params_t8_out_shapes[2] = {8, 16};
-                        uint32_t params_t8_out_offsets[2] = {0, (uint32_t)(n * 16)};
+                        uint32_t params_t8_out_shapes[2] = {8, 24};
+                        uint32_t params_t8_out_offsets[2] = {0, (uint32_t)(n * 24)};
                         ChipTensor params_t8_out = h_next.view(params_t8_out_shapes, params_t8_out_offsets);
                         params_t8.add_output(params_t8_out);
                         PTO2TaskId params_t8_deps[4];
