@@ -114,6 +114,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG121", "budget-exceeded", E, "a figure of the plan is over the spec's `budget` for it"),
     ("PG122", "uncovered-read", E, "a task reads elements of an allocation that no task ordered before it writes"),
     ("PG123", "old-compiler-ungated", W, "the target's older compiler drops an empty-deps dummy: its consumers lose their gate"),
+    ("PG124", "created-tensor", E, "a `created` tensor is touched before its creating write, created by a partial or non-`out` write, created twice, or viewed"),
 )
 
 

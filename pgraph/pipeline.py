@@ -41,6 +41,7 @@ from pgraph.plan.base import Fact, Pass, Plan, ProgramCheck
 from pgraph.plan.budgets import BudgetsPass
 from pgraph.plan.compat import OldCompilerPass
 from pgraph.plan.counts import CountsPass
+from pgraph.plan.created import CreatedPass
 from pgraph.plan.critical_path import CriticalPathPass
 from pgraph.plan.cycles import CyclesPass
 from pgraph.plan.declarations import AssertsCheck, CarriesCheck, SettingsCheck, ShapesCheck
@@ -91,7 +92,7 @@ CODE_OWNERS: dict[str, tuple[str, ...]] = {
     "frontend": _codes("PG001", "PG004", "PG005", "PG041"),
     "lower": _codes("PG002", "PG003", "PG017", "PG019", "PG025", "PG028", "PG033", "PG034", "PG036", "PG038"),
     "plan": _codes("PG006-PG016", "PG018", "PG020-PG024", "PG026", "PG027", "PG029", "PG031", "PG032", "PG035",
-                   "PG037", "PG039", "PG040", "PG100-PG123"),
+                   "PG037", "PG039", "PG040", "PG100-PG124"),
     "diagnostics": _codes("PG030", "PG042"),
 }
 
@@ -140,6 +141,7 @@ USE_CHECKS: tuple[ProgramCheck, ...] = (
 EXPANSION_CHECKS: tuple[Pass, ...] = (
     ExpansionIssuesPass(),  # PG006/PG007/PG018 per instance, PG015 empty deps, PG026 dep ranges
     CyclesPass(),           # PG013 cycles, PG032 deps on later submits
+    CreatedPass(),          # PG124 runtime-created tensors: one whole `out` creating write, first
 )
 
 #: The planner's analysis, in order. Each pass reads the IR, the instance graph and earlier facts.

@@ -21,7 +21,7 @@ from pgraph.expand.state import ExpansionState
 from pgraph.expr import EvalError
 from pgraph.fastpath import reference_mode
 from pgraph.ir import program as ir
-from pgraph.ir.instances import ArgBox, DepIssue, Instance, covers, tensormap_overlap
+from pgraph.ir.instances import ArgBox, DepIssue, Instance, covers, created_by, tensormap_overlap
 from pgraph.ir.queries import Box, BufferKey, axis_values
 from pgraph.kinds import DepKind, Direction, Provenance, ScopeMode, Storage, TaskKind
 
@@ -278,8 +278,13 @@ def inferred_edges(st: ExpansionState, instances: Sequence[Instance], args: dict
     covers an entry of the same layout replaces it), then registration of INOUT and
     OUTPUT_EXISTING."""
     p = st.p
+    made = created_by(p, instances, args)
+
+    def owner(buf: BufferKey) -> int | None:
+        return made[buf] if buf in made else alloc_node(p, alloc_of, buf)
+
     if not reference_mode("tensormap-index"):
-        yield from tensormap.inferred_edges(p, instances, args, lambda buf: alloc_node(p, alloc_of, buf))
+        yield from tensormap.inferred_edges(p, instances, args, owner)
         return
     entries: dict[BufferKey, list[tuple[Box, int, str]]] = {}
     for inst in instances:
@@ -289,7 +294,9 @@ def inferred_edges(st: ExpansionState, instances: Sequence[Instance], args: dict
             continue
         register = []
         for arg in args.get(inst.id, []):
-            alloc = alloc_node(p, alloc_of, arg.buffer)
+            alloc = owner(arg.buffer)
+            if alloc == inst.id:
+                continue  # the creating OUTPUT: no creator edge, no lookup, no TensorMap entry
             if alloc is not None:
                 yield alloc, inst.id, Provenance.CREATOR
             direction = arg.param.direction

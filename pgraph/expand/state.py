@@ -51,7 +51,7 @@ class ExpansionState:
         #: allocation group -> its tensors, in declaration order
         self.alloc_groups: dict[ir.AllocKey, list[ir.Tensor]] = {}
         for t in program.tensors.values():
-            if t.storage is Storage.ALLOC and t.scope is not None:
+            if t.storage is Storage.ALLOC and t.scope is not None and not t.created:
                 self.alloc_groups.setdefault(ir.alloc_key(program, t), []).append(t)
         #: allocation group -> the loops enclosing its site, outermost first
         self.site_loops: dict[ir.AllocKey, tuple[int, ...]] = {}

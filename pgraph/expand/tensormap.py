@@ -117,7 +117,8 @@ def inferred_edges(p: ir.Program, instances: Sequence[Instance], args: dict[int,
                    alloc_node: Callable[[BufferKey], int | None]) -> Iterator[tuple[int, int, Provenance]]:
     """`edges.inferred_edges` with a `LiveIndex` per single-shape buffer: the same CREATOR and
     INFERRED edges (producer, consumer, provenance), in the same order. `alloc_node(buffer)` is
-    the alloc task that created a buffer instance (None for external buffers)."""
+    the alloc task (or, for a `created` tensor, the creating task) that created a buffer
+    instance (None for external buffers)."""
     auto = []
     boxes: dict[BufferKey, list[Box]] = defaultdict(list)
     shapes: dict[BufferKey, set[tuple[int, ...]]] = defaultdict(set)
@@ -144,6 +145,8 @@ def inferred_edges(p: ir.Program, instances: Sequence[Instance], args: dict[int,
         register = []
         for arg in args.get(me, []):
             alloc = alloc_node(arg.buffer)
+            if alloc == me:
+                continue  # the creating OUTPUT of a `created` buffer: no edge, no entry
             if alloc is not None:
                 yield alloc, me, Provenance.CREATOR
             direction = arg.param.direction

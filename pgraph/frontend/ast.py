@@ -203,7 +203,7 @@ class Assert:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class TensorDecl:
-    """`tensor name : dtype[shape] [external]`; `runtime[d]` marks a dimension written
+    """`tensor name : dtype[shape] [external | created]`; `runtime[d]` marks a dimension written
     `runtime EXPR` (read at run time, EXPR the planning value); () when none is."""
 
     name: str
@@ -212,6 +212,8 @@ class TensorDecl:
     external: bool
     span: Span
     runtime: tuple[bool, ...] = ()
+    #: `created`: the buffer is made by its first writer's submit (no alloc task)
+    created: bool = False
 
 
 @records.value

@@ -340,3 +340,17 @@ def covers(outer: Box, inner: Box) -> bool:
 def box_intersection(a: Box, b: Box) -> Box:
     """The common part of two boxes of one tensor (empty sides where they do not meet)."""
     return tuple((max(x[0], y[0]), min(x[1], y[1])) for x, y in zip(a, b))
+
+
+def created_by(p: ir.Program, instances: Sequence[Instance], args: dict[int, list[ArgBox]]) -> dict[BufferKey, int]:
+    """Each buffer instance of a `created` tensor -> the instance that creates it: the first, in
+    submission order, passed it (its submit makes the buffer; plan/created.py checks that it
+    writes the whole buffer and is its only creating writer)."""
+    made: dict[BufferKey, int] = {}
+    if not any(t.created for t in p.tensors.values()):
+        return made
+    for inst in instances:
+        for arg in args.get(inst.id, []):
+            if arg.buffer not in made and p.tensors[arg.buffer[0]].created:
+                made[arg.buffer] = inst.id
+    return made

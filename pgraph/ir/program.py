@@ -70,6 +70,9 @@ class Tensor:
     #: per dimension, True when it is read at run time (`runtime EXPR`; `shape` holds EXPR,
     #: the planning value); () when every dimension is a constant
     runtime: tuple[bool, ...] = ()
+    #: `created`: an alloc tensor whose buffer its first writer's submit makes (simpler's
+    #: add_output(TensorCreateInfo), OUTPUT): no alloc task, that task is its creator
+    created: bool = False
 
     def is_runtime(self, axis: int) -> bool:
         """True when dimension `axis` is read from the orchestration tensor at run time."""
@@ -610,3 +613,27 @@ def dep_dedup_key(p: Program, dep: DepRef) -> tuple[str, str] | None:
         if free_vars(slice_bounds(sel.kind, sel.a, sel.b, (0, 0), sel.span).size):  # `*` has a number for size
             return None
     return ("tiles", dep.target)
+
+
+def creators(p: Program) -> dict[str, str]:
+    """Each `created` tensor -> the dispatch that creates it: the first, in program order, passed
+    it or a view of it (its submit makes the buffer: simpler add_output(TensorCreateInfo),
+    docs/upstream.md §2.3). A created tensor no dispatch is passed is left out."""
+    wanted = {t.name for t in p.tensors.values() if t.created}
+    found: dict[str, str] = {}
+    if not wanted:
+        return found
+
+    def walk(node: Node) -> None:
+        if node.kind is NodeKind.DISPATCH:
+            d = p.dispatch(node.ident)  # type: ignore[arg-type]
+            for arg in d.args:
+                t = p.tensors.get(arg.region.tensor) if arg.region is not None else None
+                if t is not None and t.root in wanted and t.root not in found:
+                    found[t.root] = d.name
+            return
+        for child in node.children:
+            walk(child)
+
+    walk(p.tree)
+    return found

@@ -66,7 +66,7 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
     loops = tuple(lid for lid in loops if not ctx.in_manual(ctx.loops[lid].parent_scope))
     heap = ctx.alloc_scope(scope)
     ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.ALLOC, item.span,
-                                       heap, scope, None, None, loops, spans(item.shape))
+                                       heap, scope, None, None, loops, spans(item.shape), created=item.created)
     assert heap is not None and scope is not None
     group = scope if scope != heap and ctx.in_manual(scope) else heap
     ctx.alloc_site((heap, group, loops))

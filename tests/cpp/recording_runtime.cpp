@@ -12,6 +12,8 @@
 //     cluster count (MIX/AIC, 24 on a2a3) or AIV count (48) fatal 7; a view or reshape outside
 //     its source (or of a non-contiguous tensor) fatal 5 when it is made;
 //   - explicit deps: an invalid or unknown id is fatal 5; otherwise a WAIT|RETAIN edge;
+//   - OUTPUT arguments of a submit (add_output(TensorCreateInfo)): a buffer allocated at submit,
+//     owned by the submitting task, returned by the submit (get_ref in argument order);
 //   - AUTO scopes only (nothing in MANUAL), per tensor argument except OUTPUT:
 //     A. creator edge to owner_task_id when valid; B. for INPUT/INOUT without manual_dep, a
 //     lookup of every entry on the same buffer address, an edge per overlapping entry
@@ -246,9 +248,10 @@ Overlap check_overlap(const ChipTensor& in, const ChipTensor& entry) {
     return covered ? kCovered : kOther;
 }
 
-TaskOutputTensors finish(const Recorder& r, int idx) {
+TaskOutputTensors finish(const Recorder& r, int idx, const std::vector<const ChipTensor*>& made = {}) {
     TaskOutputTensors out;
     Access::set(out, idx < 0 ? PTO2TaskId::invalid() : r.tasks[idx].id);
+    for (const ChipTensor* c : made) Access::add(out, c);
     return out;
 }
 
@@ -288,8 +291,8 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
         return TaskOutputTensors{};
     }
     for (uint32_t i = 0; i < a.tensor_count(); ++i) {
-        if (a.tag(i) == TensorArgType::OUTPUT) {
-            fatal(r, 5, "the recorder does not model add_output(TensorCreateInfo) on a submit");
+        if (a.tag(i) == TensorArgType::OUTPUT && Access::create_info(a, i) == nullptr) {
+            fatal(r, 5, "INVALID_ARGS: an OUTPUT argument without a TensorCreateInfo");
             return TaskOutputTensors{};
         }
     }
@@ -302,6 +305,21 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
     t.sync = dummy ? false : a.launch_spec.require_sync_start();
     t.dep_entries = a.explicit_dep_count();
     record_args(t, a);
+    // OUTPUT (add_output(TensorCreateInfo)): the runtime carves each buffer from the heap at
+    // submit, owned by this task (later users get a creator edge through owner_task_id); the
+    // submit returns them in argument order. No lookup and no TensorMap entry for them.
+    std::vector<const ChipTensor*> made;
+    for (uint32_t i = 0; i < a.tensor_count(); ++i) {
+        if (a.tag(i) != TensorArgType::OUTPUT) continue;
+        const TensorCreateInfo& ci = *Access::create_info(a, i);
+        ChipTensor c = make_tensor_external(reinterpret_cast<void*>(r.next_addr), Access::shapes(ci), Access::ndims(ci),
+                                            Access::dtype(ci), Access::manual_dep(ci));
+        c.owner_task_id = t.id;
+        r.next_addr += (ci.buffer_size_bytes() + 1023) / 1024 * 1024 + 1024;  // PTO2_PACKED_OUTPUT_ALIGN, never reused
+        r.outputs.push_back(c);
+        t.args[i] = arg_of(c, TensorArgType::OUTPUT);
+        made.push_back(&r.outputs.back());
+    }
     const PTO2TaskId* deps = Access::deps(a);
     for (uint32_t i = 0; i < a.explicit_dep_count(); ++i) {
         PTO2TaskId d = deps[i];
@@ -314,11 +332,12 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
         add_edge(r, it->second, idx, kExplicit);
         r.edge_log.push_back(EdgeEvent{it->second, idx, -1, kExplicit, kNone, ArgRec{}, ArgRec{}});
     }
-    if (in_manual(r)) return finish(r, idx);
+    if (in_manual(r)) return finish(r, idx, made);
     std::vector<const ChipTensor*> reg;
     for (uint32_t i = 0; i < a.tensor_count(); ++i) {
-        const ChipTensor& c = *Access::tensor(a, i);
         TensorArgType tag = a.tag(i);
+        if (tag == TensorArgType::OUTPUT) continue;  // created above: nothing to look up or insert
+        const ChipTensor& c = *Access::tensor(a, i);
         if (c.owner_task_id.is_valid()) {
             auto it = r.by_raw.find(c.owner_task_id.raw);
             if (it != r.by_raw.end()) {
@@ -347,7 +366,7 @@ TaskOutputTensors submit_common(Recorder& r, const MixedKernels& k, const CoreTa
         if ((tag == TensorArgType::INOUT || tag == TensorArgType::OUTPUT_EXISTING) && !c.manual_dep) reg.push_back(&c);
     }
     for (const ChipTensor* c : reg) r.tensormap[c->buffer.addr].push_back(Entry{*c, idx});
-    return finish(r, idx);
+    return finish(r, idx, made);
 }
 
 TaskOutputTensors op_submit_task(PTO2Runtime* rt, const MixedKernels& k, const CoreTaskArgs& a) {

@@ -251,7 +251,7 @@ def _mutant_options(seed: int) -> tuple[Path, Options] | None:
 #: list honest: a seed that starts passing must be removed from it).
 KNOWN_MISFIXES = {
     825: "a typo in a declaration: PG002 respells the uses toward the typo, leaving more uses behind",
-    5104: "a duplicated include line: the fix of the duplicate declarations leaves others",
+    5507: "a duplicated include line: the fix of the duplicate declarations leaves others",
 }
 
 

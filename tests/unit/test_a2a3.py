@@ -31,7 +31,7 @@ from pgraph.backends.target import BuildInfo
 from pgraph.cli import main, overrides_text
 from pgraph.diagnostics import DiagnosticBag
 from pgraph.expand.expander import expand
-from pgraph.ir.instances import InstanceGraph
+from pgraph.ir.instances import InstanceGraph, created_by
 from pgraph.ir.program import Program
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.pipeline import Options, compile_program, plan_program
@@ -223,6 +223,7 @@ def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tup
         first.setdefault(m, i)
     assert len(first) == len(g.instances), (len(first), len(g.instances))
     buffers: dict[object, int] = {}
+    made = created_by(program, g.instances, g.args)  # `created` buffers: OUTPUT at their creator
     for inst in g.instances:
         t = rec.tasks[first[inst.id]]
         scope = program.scopes[inst.scope]
@@ -255,7 +256,8 @@ def compare(program: Program, g: InstanceGraph, rec: Rec, kernels: dict[int, tup
             strides = [math.prod(tshape[i + 1:]) for i in range(len(tshape))]
             want_off = sum(lo * s for (lo, _), s in zip(box.box, strides, strict=True))
             want_shape = tuple(hi - lo for lo, hi in box.box)
-            assert (a.tag, a.offset, a.shape) == (TAG[box.param.direction], want_off, want_shape), (where, box.param.name)
+            tag = "OUTPUT" if made.get(box.buffer) == inst.id else TAG[box.param.direction]
+            assert (a.tag, a.offset, a.shape) == (tag, want_off, want_shape), (where, box.param.name)
             assert buffers.setdefault(box.buffer, a.addr) == a.addr, (where, box.param.name)
     assert len(set(buffers.values())) == len(buffers), "two pgraph buffers share one runtime buffer"
     want_edges = {}

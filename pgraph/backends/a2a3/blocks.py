@@ -191,13 +191,15 @@ def alloc_lines(ctx: Context, key: ir.AllocKey, manual: bool) -> list[str]:
     w = Writer()
     if manual:
         w.blank()
-    tensors = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
+    members = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
                and ir.alloc_key(p, t) == key]
-    if not tensors:
+    if not members:
         return w.lines
+    tensors = [t for t in members if not t.created]
     sid, group, _ = key
     whose = "" if group == sid else f" (declared in the manual scope at line {p.scopes[group].span.line})"
-    w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {p.scopes[sid].ring}{whose}")
+    if tensors:
+        w.comment(f"Allocations: {len(tensors)} buffer(s) on ring {p.scopes[sid].ring}{whose}")
     batch = p.target["alloc_batch"]  # pypto kMaxAllocTensorsArgs (16) unless the spec's target says
     for i in range(0, len(tensors), batch):
         chunk = tensors[i:i + batch]
@@ -209,7 +211,17 @@ def alloc_lines(ctx: Context, key: ir.AllocKey, manual: bool) -> list[str]:
         w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(ctx.names.ci[t.name] for t in chunk)});")
         for j, t in enumerate(chunk):
             w.decl(f"const ChipTensor& {ctx.tensor_c[t.name]} = alloc_{k}.get_ref({j});", ctx.tensor_c[t.name])
-    roots = {t.name for t in tensors}
+    created = [t for t in members if t.created]
+    if created:
+        # simpler add_output(TensorCreateInfo) (OUTPUT): the creator's submit carves the buffer
+        # from the ring heap and returns it; no alloc task (docs/language.md §5.2)
+        w.comment(f"Runtime-created: {len(created)} buffer(s), each made by its first writer's submit{whose}")
+    for t in created:
+        ci = ctx.names.ci[t.name]
+        w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{', '.join(str(x) for x in t.shape)}}};")
+        w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});")
+        w.decl(f"ChipTensor {ctx.tensor_c[t.name]}{{}};  // set from its creator's outputs", ctx.tensor_c[t.name])
+    roots = {t.name for t in members}
     views = [t for t in p.tensors.values() if t.storage is Storage.VIEW and t.base in roots]
     if views:
         w.blank()

@@ -208,13 +208,15 @@ def _copy(ctx: Context, tileset: str) -> Iterator[Request]:
 def _alloc(ctx: Context, key: ir.AllocKey) -> Iterator[Request]:
     """An allocation site: each buffer's `TensorCreateInfo`, each batch, each view's shapes."""
     p = ctx.p
-    tensors = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
-               and ir.alloc_key(p, t) == key]
+    group = [t for t in p.tensors.values() if t.storage is Storage.ALLOC and t.scope is not None
+             and ir.alloc_key(p, t) == key]
+    tensors = [t for t in group if not t.created]
     batch = p.target["alloc_batch"]
     for i in range(0, len(tensors), batch):
         yield from (Ci(t.name) for t in tensors[i:i + batch])
         yield Batch(key)
-    roots = {t.name for t in tensors}
+    yield from (Ci(t.name) for t in group if t.created)  # made by their creator's submit
+    roots = {t.name for t in group}
     for t in p.tensors.values():
         if t.storage is Storage.VIEW and t.base in roots:
             yield Reserve(f"{ctx.tensor_c[t.name]}_shapes")

@@ -139,8 +139,11 @@ def submit_lines(ctx: Context, d: ir.Dispatch, ranges: dict[str, Interval]) -> l
     w.extend(fid_lines)
     w.line(f"CoreTaskArgs {pr};")
     views = {v.param.name: v for v in ctx.views[d.name]}
+    made = creates(ctx, d)
     for arg in d.args:
-        if arg.region is not None:
+        if arg.region is not None and arg.region.tensor in made:
+            w.line(f"{pr}.add_output({ctx.names.ci[arg.region.tensor]});")  # OUTPUT: the runtime makes it
+        elif arg.region is not None:
             view_lines, ref = tensor_arg_lines(ctx, views[arg.param.name], d, ranges)
             w.extend(view_lines)
             w.line(f"{pr}.{ADD_METHOD[arg.param.direction]}({ref});")
@@ -157,12 +160,24 @@ def submit_lines(ctx: Context, d: ir.Dispatch, ranges: dict[str, Interval]) -> l
         w.extend(launch_lines(d, pr))
     call = {"aic": f"rt_submit_aic_task({fids[0]}, {pr})", "aiv": f"rt_submit_aiv_task({fids[0]}, {pr})",
             "mix": f"rt_submit_task(mixed_{n}, {pr})"}[kernel.core]
-    if d.tileset not in ctx.storage:
+    if d.tileset not in ctx.storage and not made:
         w.line(f"{call};")
         return w.lines
     w.line(f"TaskOutputTensors task_{n}_outs = {call};")
-    w.extend(capture_lines(ctx, d, f"task_{n}_outs.task_id()", ranges, declare=True))
+    for i, name in enumerate(made):
+        w.line(f"{ctx.tensor_c[name]} = task_{n}_outs.get_ref({i});")
+    if d.tileset in ctx.storage:
+        w.extend(capture_lines(ctx, d, f"task_{n}_outs.task_id()", ranges, declare=True))
     return w.lines
+
+
+def creates(ctx: Context, d: ir.Dispatch) -> list[str]:
+    """The `created` tensors `d`'s submit makes (add_output(TensorCreateInfo)), in argument
+    order: the order of its OUTPUT refs in the returned TaskOutputTensors."""
+    if not any(t.created for t in ctx.p.tensors.values()):
+        return []
+    mine = {t for t, c in ir.creators(ctx.p).items() if c == d.name}
+    return [a.region.tensor for a in d.args if a.region is not None and a.region.tensor in mine]
 
 
 def func_ids(ctx: Context, d: ir.Dispatch, pr: str, ranges: dict[str, Interval]) -> tuple[list[str], list[str]]:

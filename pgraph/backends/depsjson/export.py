@@ -43,7 +43,7 @@ from pgraph.backends.depsjson.model import (
 )
 from pgraph.backends.simpler import DTYPES, FuncIds
 from pgraph.backends.target import BuildInfo, require_full
-from pgraph.ir.instances import Instance
+from pgraph.ir.instances import Instance, created_by
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.kinds import DECLARED, Core, InternalError, Provenance, ScopeMode, Storage, TaskKind
 from pgraph.plan.base import Plan
@@ -151,6 +151,7 @@ def export(plan: Plan) -> SpecSide:
     notes: dict[int, TaskNote] = {}
     tasks: list[DepsTask] = []
     task_inst: dict[int, Instance] = {}
+    made = created_by(program, g.instances, g.args)  # `created` buffers: OUTPUT at their creator's submit
     for inst in g.instances:
         scope = program.scopes[inst.scope]
         ring = min(scope.depth, 3)
@@ -190,10 +191,16 @@ def export(plan: Plan) -> SpecSide:
             tensor = program.tensors[box.tensor]
             strides = _row_major(tensor.shape)
             offset = sum(lo * s for (lo, _), s in zip(box.box, strides, strict=True))
+            tag = TAG[str(box.param.direction)]
+            if made.get(box.buffer) == inst.id and box.buffer not in addr:  # the runtime carves it at this submit
+                addr[box.buffer] = heap
+                heap += -(-tensor.nbytes // HEAP_ALIGN) * HEAP_ALIGN + HEAP_ALIGN
+                creator_of[box.buffer] = tid
+                tag = "OUTPUT"
             if box.buffer not in addr:
                 raise InternalError(f"task {inst.label}: no address for buffer {box.buffer}")
             region = Region(DTYPES[tensor.dtype].spelling, tuple(hi - lo for lo, hi in box.box), offset, strides)
-            args.append(DepsArg(j, TAG[str(box.param.direction)], fnv1a_tensor_id(addr[box.buffer], 0), region))
+            args.append(DepsArg(j, tag, fnv1a_tensor_id(addr[box.buffer], 0), region))
         tasks.append(DepsTask(tid, str(scope.mode), d.early, kernel_ids, inst.blocks, tuple(args)))
     graph, spans = _edges(plan, tasks, task_inst, ids, addr, creator_of)
     # tensors in first-use order
@@ -241,7 +248,7 @@ def _edges(plan: Plan, tasks: list[DepsTask], task_inst: dict[int, Instance], id
         boxes = g.args.get(inst.id, [])
         for a, box in zip(t.args, boxes, strict=True):
             owner = creator_of.get(box.buffer)
-            if owner is not None:
+            if owner is not None and owner != t.task_id:  # a creating OUTPUT has no creator edge
                 out.append(DepsEdge(owner, t.task_id, a.idx, "creator", ("wait", "retain"), a.tensor_id, a.region))
                 got["creator"].add((inst_of[owner], inst.id))
             base = addr[box.buffer]
