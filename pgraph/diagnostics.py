@@ -78,7 +78,7 @@ RULES: dict[str, Rule] = _rules(
     ("PG033", "fragment-cycle", E, "a fragment uses itself, directly or through other fragments"),
     ("PG034", "ambiguous-entry", E, "the root file declares no entry and several included files do"),
     ("PG035", "interleave-content", E, "an `interleave` block holds a scope, a loop or another interleave block"),
-    ("PG036", "flag-misuse", E, "`sync_start` on a task that is not an SPMD grid (error), or a flag given twice (warning)"),
+    ("PG036", "flag-misuse", E, "`sync_start` on a task that is not an SPMD grid or `manual_dep` on an external tensor (error), or a flag given twice (warning)"),
     ("PG037", "tensor-scope-closed", E, "a tensor is used outside the scope that allocates it (its buffer is freed there)"),
     ("PG038", "runtime-dim", E, "a `runtime` tensor dimension or `dim(...)` is used where a value must be fixed when "
      "the spec is planned, or `dim` names no tensor dimension"),

@@ -113,6 +113,7 @@ def program_text(p: ir.Program) -> str:
         where += f" declared scope#{t.declared_scope}" if t.declared_scope is not None else ""
         where += f" of {t.base}" if t.base else ""
         where += f" loops {list(t.loops)}" if t.loops else ""
+        where += " manual_dep" if t.manual_dep else ""
         out.append(f"  tensor {t.name} : {t.dtype}{list(t.shape)} {t.storage}{where}")
     for sc in p.scalars.values():
         out.append(f"  scalar {sc.name} : {sc.dtype} arg {sc.arg_index}")

@@ -299,6 +299,8 @@ def inferred_edges(st: ExpansionState, instances: Sequence[Instance], args: dict
                 continue  # the creating OUTPUT: no creator edge, no lookup, no TensorMap entry
             if alloc is not None:
                 yield alloc, inst.id, Provenance.CREATOR
+            if ir.manual_dep(p, arg.buffer[0]):
+                continue  # `manual_dep`: the creator edge only; no lookup, no TensorMap entry
             direction = arg.param.direction
             live = entries.get(arg.buffer, [])
             if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not

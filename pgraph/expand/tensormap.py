@@ -149,6 +149,8 @@ def inferred_edges(p: ir.Program, instances: Sequence[Instance], args: dict[int,
                 continue  # the creating OUTPUT of a `created` buffer: no edge, no entry
             if alloc is not None:
                 yield alloc, me, Provenance.CREATOR
+            if ir.manual_dep(p, arg.buffer[0]):
+                continue  # `manual_dep`: the creator edge only; no lookup, no TensorMap entry
             direction = arg.param.direction
             if direction is not Direction.OUT:  # INPUT and INOUT look up; OUTPUT_EXISTING does not
                 index = indexes[arg.buffer]

@@ -203,7 +203,7 @@ class Assert:
 @records.value
 @attrs.frozen(repr=False, eq=False)
 class TensorDecl:
-    """`tensor name : dtype[shape] [external | created]`; `runtime[d]` marks a dimension written
+    """`tensor name : dtype[shape] [external | created] [manual_dep]`; `runtime[d]` marks a dimension written
     `runtime EXPR` (read at run time, EXPR the planning value); () when none is."""
 
     name: str
@@ -214,6 +214,8 @@ class TensorDecl:
     runtime: tuple[bool, ...] = ()
     #: `created`: the buffer is made by its first writer's submit (no alloc task)
     created: bool = False
+    #: `manual_dep`: no TensorMap lookup or insert for it (explicit deps order its users)
+    manual_dep: bool = False
 
 
 @records.value

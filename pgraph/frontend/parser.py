@@ -210,9 +210,9 @@ class _ToAst:
         dims = c[2]
         shape = tuple(d[1] if isinstance(d, tuple) else d for d in dims)
         runtime = tuple(isinstance(d, tuple) for d in dims)
-        last = str(c[3]) if len(c) > 3 else ""
-        return ast.TensorDecl(str(c[0]), str(c[1]), shape, last == "external", self._span(meta),
-                              runtime if any(runtime) else (), last == "created")
+        flags = {str(x) for x in c[3:]}
+        return ast.TensorDecl(str(c[0]), str(c[1]), shape, "external" in flags, self._span(meta),
+                              runtime if any(runtime) else (), "created" in flags, "manual_dep" in flags)
 
     def tshape(self, c: list[Any]) -> tuple[Any, ...]:
         return tuple(c)

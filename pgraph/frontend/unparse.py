@@ -249,7 +249,7 @@ class Unparser:
             case ast.TensorDecl():
                 dims = [("runtime " if s.runtime and s.runtime[i] else "") + expr(d) for i, d in enumerate(s.shape)]
                 self.line(depth, f"tensor {s.name} : {s.dtype}[{', '.join(dims)}]" + (" external" if s.external else "")
-                          + (" created" if s.created else ""))
+                          + (" created" if s.created else "") + (" manual_dep" if s.manual_dep else ""))
             case ast.ScalarDecl():
                 self.line(depth, f"scalar {s.name} : {s.dtype}" + (" external" if s.external else ""))
             case ast.ViewDecl():

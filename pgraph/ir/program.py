@@ -73,6 +73,9 @@ class Tensor:
     #: `created`: an alloc tensor whose buffer its first writer's submit makes (simpler's
     #: add_output(TensorCreateInfo), OUTPUT): no alloc task, that task is its creator
     created: bool = False
+    #: `manual_dep`: simpler TensorCreateInfo(..., manual_dep=true): the runtime's submit keeps
+    #: the creator edge but does no TensorMap lookup or insert for the buffer (its views too)
+    manual_dep: bool = False
 
     def is_runtime(self, axis: int) -> bool:
         """True when dimension `axis` is read from the orchestration tensor at run time."""
@@ -613,6 +616,15 @@ def dep_dedup_key(p: Program, dep: DepRef) -> tuple[str, str] | None:
         if free_vars(slice_bounds(sel.kind, sel.a, sel.b, (0, 0), sel.span).size):  # `*` has a number for size
             return None
     return ("tiles", dep.target)
+
+
+def manual_dep(p: Program, name: str) -> bool:
+    """True when tensor `name`'s buffer is declared `manual_dep` (a view inherits its base's
+    flag, as simpler's Tensor::view ORs it): the runtime's submit adds the creator edge but no
+    TensorMap lookup or insert (simpler TRB/runtime/tensor_create_info.h, TRB/orchestration
+    submit; docs/upstream.md §2.3)."""
+    t = p.tensors[name]
+    return p.tensors[t.root].manual_dep if t.root in p.tensors else t.manual_dep
 
 
 def creators(p: Program) -> dict[str, str]:

@@ -53,6 +53,10 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
     if dims is None:
         ctx.failed.add(item.name)
         return
+    if item.external and item.manual_dep:
+        ctx.err("PG036", f"`manual_dep` on external tensor '{item.name}': an orchestration argument is made "
+                "by the caller, not by a TensorCreateInfo, so the flag has no creation to mark; drop it",
+                item.span)
     if item.external:
         index = sum(1 for t in ctx.tensors.values() if t.storage is Storage.EXTERNAL)
         ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.EXTERNAL, item.span,
@@ -66,7 +70,8 @@ def declare_tensor(ctx: LowerContext, item: ast.TensorDecl, scope: int | None, l
     loops = tuple(lid for lid in loops if not ctx.in_manual(ctx.loops[lid].parent_scope))
     heap = ctx.alloc_scope(scope)
     ctx.tensors[item.name] = ir.Tensor(item.name, item.dtype, dims, Storage.ALLOC, item.span,
-                                       heap, scope, None, None, loops, spans(item.shape), created=item.created)
+                                       heap, scope, None, None, loops, spans(item.shape), created=item.created,
+                                       manual_dep=item.manual_dep)
     assert heap is not None and scope is not None
     group = scope if scope != heap and ctx.in_manual(scope) else heap
     ctx.alloc_site((heap, group, loops))

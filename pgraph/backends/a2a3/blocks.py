@@ -183,6 +183,12 @@ def copy_wave_lines(ctx: Context, dst: str, base: int, src: str, ts: ir.TileSet,
     return w.lines
 
 
+def manual_dep_arg(t: ir.Tensor) -> str:
+    """The TensorCreateInfo's trailing argument for a `manual_dep` tensor (simpler
+    TRB/runtime/tensor_create_info.h `bool manual_dep=false`: no TensorMap lookup or insert)."""
+    return ", /*manual_dep=*/true" if t.manual_dep else ""
+
+
 def alloc_lines(ctx: Context, key: ir.AllocKey, manual: bool) -> list[str]:
     """One allocation site (`ir.alloc_key`): the group's buffers in batches of alloc_batch, then
     their views; a scope's own buffers at its top, a manual scope's buffers in the enclosing
@@ -206,7 +212,7 @@ def alloc_lines(ctx: Context, key: ir.AllocKey, manual: bool) -> list[str]:
         for t in chunk:
             ci = ctx.names.ci[t.name]
             w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{', '.join(str(x) for x in t.shape)}}};")
-            w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});")
+            w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)}{manual_dep_arg(t)});")
         k = ctx.names.alloc[key] + i // batch
         w.line(f"TaskOutputTensors alloc_{k} = alloc_tensors({', '.join(ctx.names.ci[t.name] for t in chunk)});")
         for j, t in enumerate(chunk):
@@ -219,7 +225,7 @@ def alloc_lines(ctx: Context, key: ir.AllocKey, manual: bool) -> list[str]:
     for t in created:
         ci = ctx.names.ci[t.name]
         w.line(f"uint32_t {ci}_shapes[{len(t.shape)}] = {{{', '.join(str(x) for x in t.shape)}}};")
-        w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)});")
+        w.line(f"TensorCreateInfo {ci}({ci}_shapes, {len(t.shape)}, {spelling(t.dtype)}{manual_dep_arg(t)});")
         w.decl(f"ChipTensor {ctx.tensor_c[t.name]}{{}};  // set from its creator's outputs", ctx.tensor_c[t.name])
     roots = {t.name for t in members}
     views = [t for t in p.tensors.values() if t.storage is Storage.VIEW and t.base in roots]

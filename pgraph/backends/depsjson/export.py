@@ -44,6 +44,7 @@ from pgraph.backends.depsjson.model import (
 from pgraph.backends.simpler import DTYPES, FuncIds
 from pgraph.backends.target import BuildInfo, require_full
 from pgraph.ir.instances import Instance, created_by
+from pgraph.ir.program import manual_dep
 from pgraph.ir.queries import instance_env, kernel_at
 from pgraph.kinds import DECLARED, Core, InternalError, Provenance, ScopeMode, Storage, TaskKind
 from pgraph.plan.base import Plan
@@ -251,6 +252,8 @@ def _edges(plan: Plan, tasks: list[DepsTask], task_inst: dict[int, Instance], id
             if owner is not None and owner != t.task_id:  # a creating OUTPUT has no creator edge
                 out.append(DepsEdge(owner, t.task_id, a.idx, "creator", ("wait", "retain"), a.tensor_id, a.region))
                 got["creator"].add((inst_of[owner], inst.id))
+            if manual_dep(plan.program, box.buffer[0]):
+                continue  # `manual_dep`: the creator edge only, no TensorMap lookup or insert
             base = addr[box.buffer]
             if a.type in ("INPUT", "INOUT"):
                 keep = []
