@@ -34,8 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from run import write_doc  # bench/run.py (this script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- bench_writes:begin -->", "<!-- bench_writes:end -->"
 
 PROCESS_ROWS = [
@@ -235,12 +236,7 @@ def main() -> int:
     if a.print:
         print(text)
         return 0
-    doc = DOC.read_text(encoding="utf-8")
-    if BEGIN in doc:
-        doc = doc[:doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-    DOC.write_text(doc, encoding="utf-8")
+    write_doc(text, BEGIN, END)
     return 0
 
 

@@ -384,11 +384,13 @@ def acceptance(rows: dict[str, Any], base: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def write_doc(section: str) -> None:
+def write_doc(section: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the part of docs/performance.md from `begin` to `end` (markers included, `section`
+    carries them) with `section`, or append it; written atomically. Shared by the bench scripts."""
     text = DOC.read_text(encoding="utf-8")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
         text = head + section.rstrip("\n") + tail
     else:
         text = text.rstrip("\n") + "\n\n" + section
